@@ -1,0 +1,141 @@
+// Package config turns pipeline files (YAML) into typed, validated specs.
+// Decoding is strict: unknown keys, wrong types and out-of-range values are
+// errors that name the file, line, column and field. ${ENV} and
+// ${ENV:-default} are interpolated in scalar values. It imports nothing of
+// pipes' own packages.
+package config
+
+import "time"
+
+// Pos is a place in a pipeline file.
+type Pos struct {
+	File   string
+	Line   int
+	Column int
+}
+
+// Pipe is one pipe as written in a pipeline file, after defaults.
+type Pipe struct {
+	// Name is unique in the process.
+	Name       string
+	Source     Source
+	Filter     *Filter     // nil when the file has none
+	Enrichment *Enrichment // nil when the file has none
+	Target     Target
+	Logging    Logging
+	// Pos is where the pipe begins in its file; Dir is the file's folder,
+	// against which relative paths (preload files) are resolved.
+	Pos Pos
+	Dir string
+}
+
+// Source is the `source:` block.
+type Source struct {
+	Type string // sqs | memory | rabbitmq
+
+	// sqs: one of QueueURL, QueueARN, QueueName.
+	QueueURL  string
+	QueueARN  string
+	QueueName string // also the memory queue's name (default: the pipe's name)
+	Region    string
+	Endpoint  string
+
+	BatchSize         int           // 1..10000, default 10; >10 needs BatchWindow >= 1s
+	BatchWindow       time.Duration // 0..300s
+	MaxConcurrency    int           // 2..1000, default 1000
+	VisibilityTimeout time.Duration // 0 = the queue's own; else 1s..12h
+	WaitTime          time.Duration // 0..20s, default 20s
+
+	// InitialConcurrency is the number of concurrent batches a pipe starts
+	// with (default 5, at most MaxConcurrency). Key `initial_concurrency`.
+	InitialConcurrency int
+	// ScaleUpPerMinute is how many concurrent batches may be added per
+	// minute while messages keep coming (default 300, Pipes' rate; 1..100000).
+	// Key `scale_up_per_minute`.
+	ScaleUpPerMinute int
+	// RetryBackoff, when set, gives failed items a visibility timeout by
+	// receive count instead of leaving the queue's own. Key `retry_backoff`.
+	RetryBackoff *Backoff
+
+	// memory only.
+	// FIFO makes the memory queue keep order per message group. Key `fifo`.
+	FIFO bool
+	// Preload is a JSON Lines file of messages to put on the memory queue at
+	// start (relative to the pipeline file). Key `preload`.
+	Preload string
+	// RedrivePolicy moves a memory message to another memory queue after
+	// MaxReceiveCount receives. Key `redrive_policy`.
+	RedrivePolicy *RedrivePolicy
+
+	Pos Pos
+}
+
+// Backoff is `retry_backoff:`: the visibility given to a failed item is
+// Base * Factor^(receiveCount-1), capped at Max, with full jitter when
+// Jitter is set.
+type Backoff struct {
+	Base   time.Duration // 0..12h, default 10s (0 = release at once)
+	Factor float64       // 1..10, default 2
+	Max    time.Duration // Base..12h, default 15m
+	Jitter bool          // default false
+}
+
+// RedrivePolicy is the memory queue's `redrive_policy:`.
+type RedrivePolicy struct {
+	MaxReceiveCount int    // 1..1000; key `max_receive_count`
+	DeadLetterQueue string // memory queue name; key `dead_letter_queue`
+}
+
+// Filter is the `filter:` block; every part present must pass.
+type Filter struct {
+	// Patterns are EventBridge event patterns, OR-ed, at most 5. Each is
+	// kept as JSON text (YAML mappings are converted), with its position.
+	Patterns    []string
+	PatternsPos []Pos
+	JQ          string
+	JQPos       Pos
+	Expr        string
+	ExprPos     Pos
+}
+
+// Enrichment is the `enrichment:` block.
+type Enrichment struct {
+	Type          string // http | lambda | jq
+	URL           string
+	InputTemplate string
+	Headers       map[string]string
+	Timeout       time.Duration
+	JQ            string
+	Pos           Pos
+}
+
+// Target is the `target:` block.
+type Target struct {
+	Type string // http | stdout | sqs | sns | eventbridge | lambda | func | rabbitmq
+
+	// http
+	URL                string
+	Method             string            // default POST
+	Batch              bool              // default true
+	Headers            map[string]string // values interpolated from env
+	Timeout            time.Duration     // default 30s, 1ms..5m
+	InsecureSkipVerify bool              // key `insecure_skip_verify`
+
+	InputTemplate string // key `input_template`
+
+	// func: the name a Go program registered its callback under.
+	Func string
+
+	// stdout: items whose body contains FailOn are reported failed (a
+	// debugging aid that shows the retry and dead-letter lifecycle).
+	// Key `fail_on`.
+	FailOn string
+
+	Pos Pos
+}
+
+// Logging is the `logging:` block (Pipes' levels).
+type Logging struct {
+	Level                string // off | error | info | trace; default error
+	IncludeExecutionData bool   // key `include_execution_data`
+}

@@ -1,0 +1,3 @@
+module github.com/pipesproject/pipes
+
+go 1.26.8

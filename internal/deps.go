@@ -1,0 +1,2 @@
+// Package internal holds helpers shared by pipes' own tests and commands.
+package internal

@@ -1,0 +1,195 @@
+package pipe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Source is a queue a pipe polls and settles. The pipe is the only caller of
+// the settling methods: a source never deletes or releases on its own.
+//
+// Implementations must be safe for concurrent use: the pipe calls Receive
+// from several pollers and settles from several batches at once.
+type Source interface {
+	// Receive long-polls for up to max messages (1..10). It blocks until
+	// messages arrive, the source's wait time passes (then it returns no
+	// messages and a nil error), or ctx is done (then it returns ctx's error
+	// and no messages: a cancelled receive must not swallow messages). An
+	// error means nothing was received.
+	Receive(ctx context.Context, max int) ([]*Message, error)
+	// Delete removes the messages for good (Ack). Any number of messages may
+	// be given; the source splits them into calls. Entries that fail are
+	// retried inside Delete; those that still fail are reported by a
+	// *SettleError, and the others are deleted.
+	Delete(ctx context.Context, msgs []*Message) error
+	// ChangeVisibility makes the messages invisible for d from now: 0
+	// releases them at once (Nak), more delays their next delivery or
+	// extends a receive that is still being worked on (heartbeat). Failures
+	// are reported like Delete's.
+	ChangeVisibility(ctx context.Context, msgs []*Message, d time.Duration) error
+}
+
+// Opener is a Source that must be opened before its first Receive, e.g. to
+// resolve its queue and read its attributes. Open is called once.
+type Opener interface {
+	Open(ctx context.Context) (SourceInfo, error)
+}
+
+// Closer is a Source or Target that holds resources to release once the
+// pipe has stopped and settled everything.
+type Closer interface {
+	Close(ctx context.Context) error
+}
+
+// SourceInfo describes the queue behind a source, as read when it opens.
+type SourceInfo struct {
+	// ARN identifies the queue in records and logs.
+	ARN string
+	// FIFO is true for queues that keep order per message group.
+	FIFO bool
+	// VisibilityTimeout is how long a receive hides a message.
+	VisibilityTimeout time.Duration
+	// MaxReceiveCount is the redrive policy's maxReceiveCount, 0 without one.
+	MaxReceiveCount int
+	// DeadLetterARN is the redrive policy's dead-letter queue, "" without one.
+	DeadLetterARN string
+}
+
+// SettleError reports the messages a source could not delete or change,
+// keyed by message id. The messages not named were settled.
+type SettleError struct {
+	// Op is what was being done: "delete" or "change visibility".
+	Op string
+	// Failed maps message ids to why they failed.
+	Failed map[string]error
+	// SenderFault is true when at least one failure was the caller's fault
+	// (e.g. a stale receipt handle) and retrying would not help.
+	SenderFault bool
+}
+
+func (e *SettleError) Error() string {
+	ids := make([]string, 0, len(e.Failed))
+	for id := range e.Failed {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var first error
+	if len(ids) > 0 {
+		first = e.Failed[ids[0]]
+	}
+	return fmt.Sprintf("%s failed for %d message(s) (%s…): %v", e.Op, len(ids), strings.Join(ids[:min(3, len(ids))], ", "), first)
+}
+
+// Event is one item on its way through a pipe: the message it came from and
+// the payload the next stage gets. Filters, templates and jq share its
+// decoded body, so a record's JSON is parsed at most once.
+type Event struct {
+	// Message is the source message this event came from; its MessageID is
+	// the item identifier of partial batch answers.
+	Message *Message
+	// Payload is what the target receives for this item: by default the
+	// record's JSON. An input template or enrichment replaces it.
+	Payload []byte
+
+	bodyOnce sync.Once
+	body     any
+	bodyJSON bool
+}
+
+// ID is the item identifier: the source message's id.
+func (e *Event) ID() string { return e.Message.MessageID }
+
+// Body returns the message body decoded as JSON and true when it is valid
+// JSON, or the raw string and false otherwise (the Pipes rule for SQS). The
+// value is decoded once and shared; callers must not modify it.
+func (e *Event) Body() (any, bool) {
+	e.bodyOnce.Do(func() {
+		var v any
+		if err := json.Unmarshal([]byte(e.Message.Body), &v); err == nil {
+			e.body, e.bodyJSON = v, true
+			return
+		}
+		e.body = e.Message.Body
+	})
+	return e.body, e.bodyJSON
+}
+
+// SetBody records an already decoded body, so that Body does not decode it
+// again; a filter that decodes the body its own way calls it once.
+func (e *Event) SetBody(v any, isJSON bool) {
+	e.bodyOnce.Do(func() { e.body, e.bodyJSON = v, isJSON })
+}
+
+// NewEvent makes the event of a message with the record's JSON as payload.
+func NewEvent(m *Message) (*Event, error) {
+	b, err := m.JSON()
+	if err != nil {
+		return nil, fmt.Errorf("encoding record %s: %w", m.MessageID, err)
+	}
+	return &Event{Message: m, Payload: b}, nil
+}
+
+// Target receives batches of events. Deliver blocks until the target has
+// answered or ctx is done; it must be safe for concurrent use, since a pipe
+// has many batches in flight. It never settles messages: the pipe does.
+//
+// A nil error with an empty Result means every event succeeded. A Result
+// naming items fails just those. A non-nil error fails the whole batch; wrap
+// it with Permanent or Throttled to say what kind of failure it is.
+type Target interface {
+	Deliver(ctx context.Context, events []*Event) (Result, error)
+}
+
+// TargetFunc adapts a function to a Target.
+type TargetFunc func(ctx context.Context, events []*Event) (Result, error)
+
+// Deliver calls f.
+func (f TargetFunc) Deliver(ctx context.Context, events []*Event) (Result, error) {
+	return f(ctx, events)
+}
+
+// Result is a stage's answer for a batch: the items that failed, by message
+// id. Items not named succeeded.
+type Result struct {
+	Failures []ItemFailure
+}
+
+// ItemFailure names one failed item and why it failed.
+type ItemFailure struct {
+	// ID is the message id of the failed item.
+	ID string
+	// Err says why; it may be nil when the target gave no reason.
+	Err error
+}
+
+// Fail returns a Result failing the given ids with the same reason.
+func Fail(err error, ids ...string) Result {
+	r := Result{Failures: make([]ItemFailure, len(ids))}
+	for i, id := range ids {
+		r.Failures[i] = ItemFailure{ID: id, Err: err}
+	}
+	return r
+}
+
+// Filter decides whether an event goes on. Match must be safe for
+// concurrent use. An error fails that event alone (not the batch).
+type Filter interface {
+	Match(ctx context.Context, ev *Event) (bool, error)
+}
+
+// FilterFunc adapts a function to a Filter.
+type FilterFunc func(ctx context.Context, ev *Event) (bool, error)
+
+// Match calls f.
+func (f FilterFunc) Match(ctx context.Context, ev *Event) (bool, error) { return f(ctx, ev) }
+
+// Transformer rewrites an event's payload (an input template). It must be
+// safe for concurrent use; an error fails that event alone.
+type Transformer interface {
+	Transform(ctx context.Context, ev *Event) ([]byte, error)
+}

@@ -1,0 +1,145 @@
+// Package pipe is the pipes runtime: one Pipe polls a Source, forms batches,
+// filters, enriches, hands the batch to a Target and settles every message by
+// its outcome; a Runner runs many pipes. It owns the contracts that sources,
+// filters, enrichers and targets implement; it imports none of them.
+package pipe
+
+import (
+	"encoding/json"
+	"strconv"
+	"sync"
+)
+
+// Message is one queue message as a record of the EventBridge Pipes SQS shape.
+// Its JSON encoding is exactly the record a target receives (SPEC.md §2.1).
+//
+// A source fills it in Receive; after that the runtime owns it and it must
+// not be changed, except through the methods below. It is safe to read from
+// several goroutines.
+type Message struct {
+	// MessageID identifies the message; it is the itemIdentifier of
+	// partial batch answers.
+	MessageID string `json:"messageId"`
+	// ReceiptHandle is the handle of this receive; settling uses it.
+	ReceiptHandle string `json:"receiptHandle"`
+	// Body is the raw body, exactly as sent.
+	Body string `json:"body"`
+	// Attributes holds the system attributes as strings:
+	// ApproximateReceiveCount, SentTimestamp, SenderId,
+	// ApproximateFirstReceiveTimestamp, and for FIFO queues SequenceNumber,
+	// MessageGroupId and MessageDeduplicationId.
+	Attributes map[string]string `json:"attributes"`
+	// MessageAttributes holds the sender's message attributes.
+	MessageAttributes map[string]MessageAttribute `json:"messageAttributes"`
+	// MD5OfBody is the MD5 digest of Body, hex encoded.
+	MD5OfBody string `json:"md5OfBody"`
+	// MD5OfMessageAttributes is the digest of the message attributes, when
+	// there are any.
+	MD5OfMessageAttributes string `json:"md5OfMessageAttributes,omitempty"`
+	// EventSource is "aws:sqs" for SQS-shaped records.
+	EventSource string `json:"eventSource"`
+	// EventSourceARN is the ARN of the queue (or a pipes: identifier).
+	EventSourceARN string `json:"eventSourceARN"`
+	// AWSRegion is the queue's region.
+	AWSRegion string `json:"awsRegion"`
+
+	once    sync.Once
+	encoded []byte
+	err     error
+}
+
+// MessageAttribute is one message attribute in the shape Lambda and Pipes
+// give it: binary values are base64 in JSON.
+type MessageAttribute struct {
+	StringValue      *string  `json:"stringValue,omitempty"`
+	BinaryValue      []byte   `json:"binaryValue,omitempty"`
+	StringListValues []string `json:"stringListValues"`
+	BinaryListValues [][]byte `json:"binaryListValues"`
+	DataType         string   `json:"dataType"`
+}
+
+// System attribute names used by the runtime.
+const (
+	AttrReceiveCount   = "ApproximateReceiveCount"
+	AttrSentTimestamp  = "SentTimestamp"
+	AttrMessageGroupID = "MessageGroupId"
+	AttrSequenceNumber = "SequenceNumber"
+)
+
+// GroupID is the FIFO message group of the message, "" on standard queues.
+func (m *Message) GroupID() string { return m.Attributes[AttrMessageGroupID] }
+
+// ReceiveCount is ApproximateReceiveCount as a number (0 when absent).
+func (m *Message) ReceiveCount() int {
+	n, _ := strconv.Atoi(m.Attributes[AttrReceiveCount])
+	return n
+}
+
+// Size is the number of bytes the message weighs in memory budgets and in
+// the 6 MB batch payload limit: its body and attribute values.
+func (m *Message) Size() int {
+	n := len(m.Body) + len(m.ReceiptHandle) + len(m.MessageID)
+	for k, v := range m.Attributes {
+		n += len(k) + len(v)
+	}
+	for k, v := range m.MessageAttributes {
+		n += len(k) + len(v.DataType) + len(v.BinaryValue)
+		if v.StringValue != nil {
+			n += len(*v.StringValue)
+		}
+	}
+	return n
+}
+
+type messageJSON struct {
+	MessageID              string                      `json:"messageId"`
+	ReceiptHandle          string                      `json:"receiptHandle"`
+	Body                   string                      `json:"body"`
+	Attributes             map[string]string           `json:"attributes"`
+	MessageAttributes      map[string]MessageAttribute `json:"messageAttributes"`
+	MD5OfBody              string                      `json:"md5OfBody"`
+	MD5OfMessageAttributes string                      `json:"md5OfMessageAttributes,omitempty"`
+	EventSource            string                      `json:"eventSource"`
+	EventSourceARN         string                      `json:"eventSourceARN"`
+	AWSRegion              string                      `json:"awsRegion"`
+}
+
+// JSON returns the record's JSON encoding, computed once and shared: callers
+// must not modify the returned slice.
+func (m *Message) JSON() ([]byte, error) {
+	m.once.Do(func() {
+		attrs := m.Attributes
+		if attrs == nil {
+			attrs = map[string]string{}
+		}
+		mattrs := m.MessageAttributes
+		if mattrs == nil {
+			mattrs = map[string]MessageAttribute{}
+		}
+		m.encoded, m.err = json.Marshal(messageJSON{
+			MessageID: m.MessageID, ReceiptHandle: m.ReceiptHandle, Body: m.Body,
+			Attributes: attrs, MessageAttributes: mattrs, MD5OfBody: m.MD5OfBody,
+			MD5OfMessageAttributes: m.MD5OfMessageAttributes, EventSource: m.EventSource,
+			EventSourceARN: m.EventSourceARN, AWSRegion: m.AWSRegion,
+		})
+	})
+	return m.encoded, m.err
+}
+
+// MarshalJSON encodes the message as its Pipes record.
+func (m *Message) MarshalJSON() ([]byte, error) { return m.JSON() }
+
+// UnmarshalJSON decodes a Pipes record (as `pipes test --records` reads it).
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var j messageJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*m = Message{
+		MessageID: j.MessageID, ReceiptHandle: j.ReceiptHandle, Body: j.Body,
+		Attributes: j.Attributes, MessageAttributes: j.MessageAttributes, MD5OfBody: j.MD5OfBody,
+		MD5OfMessageAttributes: j.MD5OfMessageAttributes, EventSource: j.EventSource,
+		EventSourceARN: j.EventSourceARN, AWSRegion: j.AWSRegion,
+	}
+	return nil
+}
