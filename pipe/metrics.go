@@ -1,0 +1,108 @@
+package pipe
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics holds the Prometheus series of every pipe in a process, labelled
+// by pipe name. Create it once with NewMetrics and share it; it is safe for
+// concurrent use. Names follow Pipes' CloudWatch metrics where one exists.
+type Metrics struct {
+	Received         *prometheus.CounterVec
+	Filtered         *prometheus.CounterVec
+	Delivered        *prometheus.CounterVec
+	Failed           *prometheus.CounterVec
+	Deleted          *prometheus.CounterVec
+	DeleteFailures   *prometheus.CounterVec
+	Released         *prometheus.CounterVec
+	EmptyReceives    *prometheus.CounterVec
+	Extended         *prometheus.CounterVec
+	Batches          *prometheus.CounterVec
+	Concurrency      *prometheus.GaugeVec
+	InFlight         *prometheus.GaugeVec
+	InFlightBytes    *prometheus.GaugeVec
+	APICalls         *prometheus.CounterVec
+	TargetDuration   *prometheus.HistogramVec
+	MessageAge       *prometheus.HistogramVec
+	PossibleDupes    *prometheus.CounterVec
+	ExecutionFailed  *prometheus.CounterVec
+	ExecutionPartial *prometheus.CounterVec
+}
+
+// NewMetrics creates the series and registers them with reg (a
+// prometheus.NewRegistry() in a process; nil registers nothing, for tests).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	pipeLabel := []string{"pipe"}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "pipes", Name: name, Help: help}, append(pipeLabel, labels...))
+	}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "pipes", Name: name, Help: help}, pipeLabel)
+	}
+	m := &Metrics{
+		Received:         counter("messages_received_total", "Messages received from the source."),
+		Filtered:         counter("messages_filtered_total", "Messages that did not pass the filter (deleted)."),
+		Delivered:        counter("messages_delivered_total", "Messages the target took successfully."),
+		Failed:           counter("messages_failed_total", "Messages that failed and were left to the queue's visibility timeout.", "stage"),
+		Deleted:          counter("messages_deleted_total", "Messages deleted from the source."),
+		DeleteFailures:   counter("delete_failures_total", "Messages whose delete failed after retries (they will be delivered again)."),
+		Released:         counter("messages_released_total", "Messages given back to the queue with a visibility change (shutdown, retry backoff)."),
+		EmptyReceives:    counter("empty_receives_total", "Receives that returned no message."),
+		Extended:         counter("visibility_extended_total", "Messages whose visibility was extended by the heartbeat."),
+		Batches:          counter("batches_total", "Batches handed to the target (Pipes' Invocations)."),
+		Concurrency:      gauge("concurrency", "Concurrent batches the pipe may have in flight now (Pipes' Concurrency)."),
+		InFlight:         gauge("inflight_messages", "Messages received and not yet settled, buffered ones included."),
+		InFlightBytes:    gauge("inflight_bytes", "Bytes of the messages received and not yet settled."),
+		APICalls:         counter("aws_api_calls_total", "Calls to AWS APIs, by service operation.", "operation"),
+		PossibleDupes:    counter("possible_duplicates_total", "Messages settled after their receipt handle went stale: they may have been delivered twice."),
+		ExecutionFailed:  counter("execution_failed_total", "Batches that failed whole (Pipes' ExecutionFailed)."),
+		ExecutionPartial: counter("execution_partially_failed_total", "Batches that failed in part (Pipes' ExecutionPartiallyFailed)."),
+		TargetDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "pipes", Name: "target_duration_seconds", Help: "Time the target took per batch (Pipes' TargetStageDuration).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, pipeLabel),
+		MessageAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "pipes", Name: "message_age_seconds", Help: "Age of messages when received, from SentTimestamp.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 12),
+		}, pipeLabel),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Received, m.Filtered, m.Delivered, m.Failed, m.Deleted, m.DeleteFailures,
+			m.Released, m.EmptyReceives, m.Extended, m.Batches, m.Concurrency, m.InFlight, m.InFlightBytes,
+			m.APICalls, m.TargetDuration, m.MessageAge, m.PossibleDupes, m.ExecutionFailed, m.ExecutionPartial)
+	}
+	return m
+}
+
+// pipeMetrics are one pipe's series, resolved once.
+type pipeMetrics struct {
+	received, filtered, delivered, deleted, deleteFailures, released prometheus.Counter
+	emptyReceives, extended, batches, possibleDupes                  prometheus.Counter
+	execFailed, execPartial                                          prometheus.Counter
+	failedFilter, failedTarget, failedTransform, failedOther         prometheus.Counter
+	concurrency, inflight, inflightBytes                             prometheus.Gauge
+	targetDuration, messageAge                                       prometheus.Observer
+	m                                                                *Metrics
+	name                                                             string
+}
+
+func (m *Metrics) forPipe(name string) *pipeMetrics {
+	return &pipeMetrics{
+		m: m, name: name,
+		received: m.Received.WithLabelValues(name), filtered: m.Filtered.WithLabelValues(name),
+		delivered: m.Delivered.WithLabelValues(name), deleted: m.Deleted.WithLabelValues(name),
+		deleteFailures: m.DeleteFailures.WithLabelValues(name), released: m.Released.WithLabelValues(name),
+		emptyReceives: m.EmptyReceives.WithLabelValues(name), extended: m.Extended.WithLabelValues(name),
+		batches: m.Batches.WithLabelValues(name), possibleDupes: m.PossibleDupes.WithLabelValues(name),
+		execFailed: m.ExecutionFailed.WithLabelValues(name), execPartial: m.ExecutionPartial.WithLabelValues(name),
+		failedFilter: m.Failed.WithLabelValues(name, "filter"), failedTarget: m.Failed.WithLabelValues(name, "target"),
+		failedTransform: m.Failed.WithLabelValues(name, "transform"), failedOther: m.Failed.WithLabelValues(name, "runtime"),
+		concurrency: m.Concurrency.WithLabelValues(name), inflight: m.InFlight.WithLabelValues(name),
+		inflightBytes:  m.InFlightBytes.WithLabelValues(name),
+		targetDuration: m.TargetDuration.WithLabelValues(name), messageAge: m.MessageAge.WithLabelValues(name),
+	}
+}
+
+// CountCall counts one AWS API call of a pipe by operation; sources and
+// targets get it as their call hook.
+func (m *Metrics) CountCall(pipeName, operation string) {
+	m.APICalls.WithLabelValues(pipeName, operation).Inc()
+}
