@@ -5,13 +5,30 @@
 // pipes' own packages.
 package config
 
-import "time"
+import (
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Pos is a place in a pipeline file.
 type Pos struct {
 	File   string
 	Line   int
 	Column int
+}
+
+// String formats p as file:line:col, leaving out the parts that are unknown
+// (zero), for error messages.
+func (p Pos) String() string {
+	s := p.File
+	if p.Line > 0 {
+		s += ":" + strconv.Itoa(p.Line)
+		if p.Column > 0 {
+			s += ":" + strconv.Itoa(p.Column)
+		}
+	}
+	return s
 }
 
 // Pipe is one pipe as written in a pipeline file, after defaults.
@@ -68,6 +85,22 @@ type Source struct {
 	RedrivePolicy *RedrivePolicy
 
 	Pos Pos
+}
+
+// IsFIFO reports whether the source is a FIFO queue: a memory source with
+// `fifo: true`, or an SQS queue whose URL, name or ARN ends in ".fifo".
+func (s Source) IsFIFO() bool {
+	switch s.Type {
+	case "memory":
+		return s.FIFO
+	case "sqs":
+		for _, q := range []string{s.QueueURL, s.QueueName, s.QueueARN} {
+			if strings.HasSuffix(q, ".fifo") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Backoff is `retry_backoff:`: the visibility given to a failed item is

@@ -38,15 +38,21 @@ func (b *Budget) Used() int64 {
 	return b.used
 }
 
-// Available reports whether a poller may receive now, and otherwise a
-// channel closed when bytes are given back.
-func (b *Budget) Available() (bool, <-chan struct{}) {
+// Reserve sets n bytes aside for a receive about to be made, when they fit
+// (or when nothing is held, so that one message larger than the budget still
+// goes through). Otherwise it returns false and a channel closed when bytes
+// are given back. A receive gives its reservation back and takes what it got.
+func (b *Budget) Reserve(n int64) (bool, <-chan struct{}) {
 	if b == nil || b.limit <= 0 {
 		return true, nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.used < b.limit, b.changed
+	if b.used > 0 && b.used+n > b.limit {
+		return false, b.changed
+	}
+	b.used += n
+	return true, nil
 }
 
 // Take records n bytes received. It never blocks: a receive may overshoot
@@ -57,6 +63,21 @@ func (b *Budget) Take(n int64) {
 	}
 	b.mu.Lock()
 	b.used += n
+	b.mu.Unlock()
+}
+
+// Settle replaces a reservation of reserved bytes by the actual bytes a
+// receive got, in one step.
+func (b *Budget) Settle(reserved, actual int64) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.used += actual - reserved
+	if actual < reserved {
+		close(b.changed)
+		b.changed = make(chan struct{})
+	}
 	b.mu.Unlock()
 }
 

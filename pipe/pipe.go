@@ -115,30 +115,32 @@ type Pipe struct {
 	met  *pipeMetrics
 	wake chan struct{}
 
-	mu         sync.Mutex
-	info       SourceInfo
-	visibility time.Duration
-	ctl        *controller
-	conc       int
-	inflight   int // batches at the target
-	pending    int // messages received and not yet in a running batch
-	reserved   int // messages asked for by receives under way
-	receiving  int // receives under way
-	idle       bool
-	open       []*item
-	openBytes  int
-	openTimer  *time.Timer
-	openSeq    uint64
-	ready      [][]*item
-	groups     map[string]*groupQueue // FIFO: pending messages by group
-	groupOrder []string
-	busy       map[string]bool // FIFO: groups with a batch in flight
-	tracked    map[*item]struct{}
-	errUntil   time.Time
-	errCount   int
-	stopping   bool
-	ready2     bool
-	drained    bool
+	mu          sync.Mutex
+	info        SourceInfo
+	visibility  time.Duration
+	ctl         *controller
+	conc        int
+	inflight    int // batches at the target
+	pending     int // messages received and not yet in a running batch
+	reserved    int // messages asked for by receives under way
+	receiving   int // receives under way
+	idle        bool
+	open        []*item
+	openBytes   int
+	openTimer   *time.Timer
+	openSeq     uint64
+	ready       [][]*item
+	groups      map[string]*groupQueue // FIFO: pending messages by group
+	groupOrder  []string
+	busy        map[string]bool // FIFO: groups with a batch in flight
+	tracked     map[*item]struct{}
+	errUntil    time.Time
+	avgSize     float64 // running mean of message sizes, for budget reservations
+	sizeSamples int
+	errCount    int
+	stopping    bool
+	ready2      bool
+	drained     bool
 }
 
 type item struct {
@@ -377,15 +379,22 @@ func (p *Pipe) schedule(poll context.Context, batches *conc.WaitGroup, del *dele
 				errWait = time.After(d)
 				break
 			}
-			ok, ch := p.opt.Budget.Available()
-			if !ok {
-				budgetWait = ch
-				break
-			}
 			n := min(MaxReceive, room)
+			var est int64
+			if p.opt.Budget.Limit() > 0 {
+				if p.sizeSamples == 0 && p.receiving > 0 {
+					break // the first receive tells how large messages are
+				}
+				est = int64(n) * max(int64(p.avgSize), 256)
+				ok, ch := p.opt.Budget.Reserve(est)
+				if !ok {
+					budgetWait = ch
+					break
+				}
+			}
 			p.receiving++
 			p.reserved += n
-			receives.Go(func() { p.receive(poll, n) })
+			receives.Go(func() { p.receive(poll, n, est) })
 		}
 		p.mu.Unlock()
 		select {
@@ -428,14 +437,20 @@ func (p *Pipe) roomLocked() int {
 	return (p.conc-p.inflight)*p.opt.BatchSize - p.pending - p.reserved
 }
 
-func (p *Pipe) receive(ctx context.Context, n int) {
-	msgs, err := p.opt.Source.Receive(ctx, n)
+func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
+	// The visibility timeout runs from the request, not from the answer.
 	now := time.Now()
+	msgs, err := p.opt.Source.Receive(ctx, n)
 	p.mu.Lock()
 	defer p.signal()
 	defer p.mu.Unlock()
 	p.receiving--
 	p.reserved -= n
+	got := 0
+	for _, m := range msgs {
+		got += m.Size()
+	}
+	p.opt.Budget.Settle(reservedBytes, int64(got))
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -477,7 +492,13 @@ func (p *Pipe) receive(ctx context.Context, n int) {
 		}
 		p.addLocked(it)
 	}
-	p.opt.Budget.Take(int64(bytes))
+	p.sizeSamples++
+	avg := float64(bytes) / float64(len(msgs))
+	if p.sizeSamples == 1 {
+		p.avgSize = avg
+	} else {
+		p.avgSize = 0.8*p.avgSize + 0.2*avg
+	}
 	p.met.inflight.Add(float64(len(msgs)))
 	p.met.inflightBytes.Add(float64(bytes))
 	if p.opt.BatchWindow <= 0 {
@@ -615,15 +636,17 @@ func (p *Pipe) dispatch(ctx context.Context, batches *conc.WaitGroup, del *delet
 // heartbeat extends the visibility of every tracked message (in a batch or
 // still waiting for one) once 2/3 of its visibility has passed.
 func (p *Pipe) heartbeat(ctx context.Context) {
-	every := min(max(p.visibility/6, 100*time.Millisecond), 5*time.Second)
+	// Tick well inside the last third of the visibility, so a due message
+	// is never missed between two ticks.
+	every := min(max(p.visibility/10, 10*time.Millisecond), 5*time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			p.extendDue(ctx, now)
+		case <-t.C:
+			p.extendDue(ctx, time.Now())
 		}
 	}
 }

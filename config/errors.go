@@ -1,0 +1,67 @@
+package config
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// Error is one problem in a pipeline file: where it is, which field, and
+// what is wrong. Messages never hold environment variable values or header
+// values.
+type Error struct {
+	Pos Pos
+	// Field is the dotted path of the field, like `source.batch_size` in a
+	// one-pipe file or `pipes[1].source.batch_size` (0-based index) in a file
+	// with `pipes:`. It is empty for problems of the whole file (YAML syntax).
+	Field string
+	Msg   string
+}
+
+// Error formats e as `file:line:col: field: message`.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Pos.String())
+	if e.Field != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Field)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Errors is every problem found in the pipeline files of one Load or Parse,
+// sorted by file, line and column. errors.As(err, &config.Errors{}) tells an
+// invalid configuration (exit code 2) from a file that could not be read.
+type Errors []*Error
+
+// Error gives one problem per line.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap gives the problems to errors.Is and errors.As.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+func (es Errors) sort() {
+	slices.SortStableFunc(es, func(a, b *Error) int {
+		return cmp.Or(
+			cmp.Compare(a.Pos.File, b.Pos.File),
+			cmp.Compare(a.Pos.Line, b.Pos.Line),
+			cmp.Compare(a.Pos.Column, b.Pos.Column),
+			cmp.Compare(a.Field, b.Field),
+			cmp.Compare(a.Msg, b.Msg),
+		)
+	})
+}

@@ -1,0 +1,358 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// parsed is one decoded pipe and where its name is written, for the
+// duplicate-name check across files.
+type parsed struct {
+	pipe      Pipe
+	namePos   Pos
+	nameField string
+}
+
+// parseFile decodes every pipe of one file; problems go to d.errs.
+func (d *decoder) parseFile(data []byte, dir string) []parsed {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.errorf(Pos{File: d.file}, "", "the file holds no pipe")
+			return nil
+		}
+		d.syntaxError(err)
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			d.syntaxError(err)
+		} else {
+			d.errorf(d.pos(&extra), "", "a file holds one YAML document; this is a second one (list pipes under pipes: instead)")
+		}
+		return nil
+	}
+	if len(doc.Content) == 0 || isNull(deref(doc.Content[0])) {
+		d.errorf(Pos{File: d.file}, "", "the file holds no pipe")
+		return nil
+	}
+	root := deref(doc.Content[0])
+	if root.Kind != yaml.MappingNode {
+		d.errorf(d.pos(root), "", "must be a mapping: one pipe, or pipes: with a list of pipes")
+		return nil
+	}
+	multi := false
+	for i := 0; i < len(root.Content); i += 2 {
+		multi = multi || root.Content[i].Value == "pipes"
+	}
+	if !multi {
+		p, ok := d.pipe(root, "", dir)
+		if !ok {
+			return nil
+		}
+		return []parsed{p}
+	}
+	pipeKeys := []string{"name", "source", "filter", "enrichment", "target", "logging"}
+	b := d.block(root, "", append([]string{"pipes"}, pipeKeys...))
+	for _, k := range pipeKeys {
+		if b.vals[k] != nil {
+			d.errorf(b.keyPos[k], k, "belongs inside a pipe of the pipes: list (a file holds one pipe at top level, or several under pipes:)")
+		}
+	}
+	list := deref(b.vals["pipes"])
+	if isNull(list) || (list.Kind == yaml.SequenceNode && len(list.Content) == 0) {
+		d.errorf(b.at("pipes"), "pipes", "must list at least one pipe")
+		return nil
+	}
+	if list.Kind != yaml.SequenceNode {
+		d.errorf(d.pos(list), "pipes", "must be a list of pipes, got %s", kindName(list))
+		return nil
+	}
+	var out []parsed
+	for i, n := range list.Content {
+		if p, ok := d.pipe(n, "pipes["+strconv.Itoa(i)+"]", dir); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// yamlLine finds the line number in a yaml.v3 syntax error.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func (d *decoder) syntaxError(err error) {
+	msg := err.Error()
+	pos := Pos{File: d.file}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		pos.Line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	d.errorf(pos, "", "invalid YAML: %s", strings.TrimPrefix(msg, "yaml: "))
+}
+
+// validName is Pipes' rule for pipe names.
+var validName = regexp.MustCompile(`^[.\-_A-Za-z0-9]{1,64}$`)
+
+// pipe decodes one pipe mapping. It returns false when n is not a mapping.
+func (d *decoder) pipe(n *yaml.Node, path, dir string) (parsed, bool) {
+	b := d.block(n, path, []string{"name", "source", "filter", "enrichment", "target", "logging"})
+	if b == nil {
+		return parsed{}, false
+	}
+	p := Pipe{Pos: b.pos, Dir: dir}
+	name, ok := d.scalarOf(b.vals["name"], b.field("name"), "a string")
+	switch {
+	case !b.has("name"):
+		d.errorf(b.pos, path, "name is required")
+	case ok && !validName.MatchString(name.text):
+		d.errorf(name.pos, b.field("name"), "must be 1 to 64 letters, digits, '.', '-' or '_'")
+	}
+	p.Name = name.text
+
+	if !b.has("source") {
+		d.errorf(b.pos, path, "source is required")
+	} else if sb := b.sub("source", []string{
+		"type", "queue_url", "queue_arn", "queue_name", "region", "endpoint",
+		"batch_size", "batch_window", "max_concurrency", "visibility_timeout", "wait_time",
+		"initial_concurrency", "scale_up_per_minute", "retry_backoff",
+		"fifo", "preload", "redrive_policy",
+	}); sb != nil {
+		p.Source = d.source(sb, p.Name)
+	}
+	if fb := b.sub("filter", []string{"patterns", "jq", "expr"}); fb != nil {
+		p.Filter = d.filter(fb)
+	}
+	if eb := b.sub("enrichment", []string{"type", "url", "input_template", "headers", "timeout", "jq"}); eb != nil {
+		p.Enrichment = d.enrichment(eb)
+	}
+	if !b.has("target") {
+		d.errorf(b.pos, path, "target is required")
+	} else if tb := b.sub("target", []string{
+		"type", "url", "method", "batch", "headers", "timeout",
+		"insecure_skip_verify", "input_template", "func", "fail_on",
+	}); tb != nil {
+		p.Target = d.target(tb)
+	}
+	p.Logging = Logging{Level: "error"}
+	if lb := b.sub("logging", []string{"level", "include_execution_data"}); lb != nil {
+		p.Logging.Level = lb.enum("level", "error", "off", "error", "info", "trace")
+		p.Logging.IncludeExecutionData = lb.boolean("include_execution_data", false)
+	}
+	return parsed{pipe: p, namePos: b.at("name"), nameField: b.field("name")}, true
+}
+
+func (d *decoder) source(b *block, pipeName string) Source {
+	s := Source{Pos: b.pos}
+	if !b.has("type") {
+		d.errorf(b.pos, b.path, "type is required")
+	}
+	s.Type = b.enum("type", "", "sqs", "memory", "rabbitmq")
+	s.QueueURL = b.str("queue_url")
+	s.QueueARN = b.str("queue_arn")
+	s.QueueName = b.str("queue_name")
+	s.Region = b.str("region")
+	s.Endpoint = b.str("endpoint")
+	b.checkHTTPURL("endpoint", s.Endpoint)
+	s.BatchSize = b.integer("batch_size", 10, 1, 10000)
+	s.BatchWindow = b.duration("batch_window", 0, 0, 300*time.Second)
+	s.MaxConcurrency = b.integer("max_concurrency", 1000, 2, 1000)
+	if v, ok := b.durationAny("visibility_timeout"); ok {
+		if v != 0 && (v < time.Second || v > 12*time.Hour) {
+			d.errorf(b.at("visibility_timeout"), b.field("visibility_timeout"), "must be 0s (the queue's own) or between 1s and 12h")
+		} else {
+			s.VisibilityTimeout = v
+		}
+	}
+	s.WaitTime = b.duration("wait_time", 20*time.Second, 0, 20*time.Second)
+	s.InitialConcurrency = b.integer("initial_concurrency", min(5, s.MaxConcurrency), 1, s.MaxConcurrency)
+	s.ScaleUpPerMinute = b.integer("scale_up_per_minute", 300, 1, 100000)
+	if rb := b.sub("retry_backoff", []string{"base", "factor", "max", "jitter"}); rb != nil {
+		s.RetryBackoff = d.backoff(rb)
+	}
+	s.FIFO = b.boolean("fifo", false)
+	s.Preload = b.str("preload")
+	if rb := b.sub("redrive_policy", []string{"max_receive_count", "dead_letter_queue"}); rb != nil {
+		s.RedrivePolicy = d.redrivePolicy(rb)
+	}
+
+	switch s.Type {
+	case "sqs":
+		d.sqsQueue(b, s)
+		b.only("only for memory sources", "fifo", "preload", "redrive_policy")
+	case "memory":
+		b.only("only for sqs sources", "queue_url", "queue_arn", "region", "endpoint")
+		if s.QueueName == "" {
+			s.QueueName = pipeName
+		}
+		if s.RedrivePolicy != nil && s.RedrivePolicy.DeadLetterQueue == s.QueueName {
+			d.errorf(b.at("redrive_policy"), b.field("redrive_policy.dead_letter_queue"), "must name another queue than the source's own")
+		}
+	case "rabbitmq":
+		b.only("only for memory sources", "fifo", "preload", "redrive_policy")
+	}
+
+	fifo := s.IsFIFO()
+	switch {
+	case fifo && s.BatchSize > 10:
+		d.errorf(b.at("batch_size"), b.field("batch_size"), "must be at most 10 for FIFO queues (Lambda's rule)")
+	case s.BatchSize > 10 && s.BatchWindow < time.Second:
+		d.errorf(b.at("batch_size"), b.field("batch_size"), "batch_size > 10 needs batch_window of at least 1s (Lambda's rule)")
+	}
+	if fifo && s.BatchWindow > 0 {
+		d.errorf(b.at("batch_window"), b.field("batch_window"), "batching window is not supported for FIFO queues")
+	}
+	return s
+}
+
+// only reports each of keys present in b with msg.
+func (b *block) only(msg string, keys ...string) {
+	for _, k := range keys {
+		if b.vals[k] != nil {
+			b.d.errorf(b.keyPos[k], b.field(k), "%s", msg)
+		}
+	}
+}
+
+var (
+	sqsQueueName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}(\.fifo)?$`)
+	sqsQueueARN  = regexp.MustCompile(`^arn:aws[a-z-]*:sqs:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?$`)
+)
+
+// sqsQueue checks that an sqs source names its queue exactly once, well.
+func (d *decoder) sqsQueue(b *block, s Source) {
+	keys := []string{"queue_url", "queue_arn", "queue_name"}
+	var set []string
+	for _, k := range keys {
+		if b.has(k) {
+			set = append(set, k)
+		}
+	}
+	if len(set) == 0 {
+		d.errorf(b.pos, b.path, "an sqs source needs one of queue_url, queue_arn, queue_name")
+	}
+	for _, k := range set[min(1, len(set)):] {
+		d.errorf(b.keyPos[k], b.field(k), "only one of queue_url, queue_arn, queue_name may be set (%s is set too)", set[0])
+	}
+	b.checkHTTPURL("queue_url", s.QueueURL)
+	if s.QueueARN != "" && !sqsQueueARN.MatchString(s.QueueARN) {
+		d.errorf(b.at("queue_arn"), b.field("queue_arn"), "must be an SQS queue ARN like arn:aws:sqs:us-east-1:123456789012:orders")
+	}
+	if s.QueueName != "" && !sqsQueueName.MatchString(s.QueueName) {
+		d.errorf(b.at("queue_name"), b.field("queue_name"), "must be 1 to 80 letters, digits, '-' or '_', with .fifo at the end for a FIFO queue")
+	}
+}
+
+func (d *decoder) backoff(b *block) *Backoff {
+	bo := &Backoff{
+		Base:   b.duration("base", 10*time.Second, 0, 12*time.Hour),
+		Factor: b.number("factor", 2, 1, 10),
+		Jitter: b.boolean("jitter", false),
+	}
+	bo.Max = max(15*time.Minute, bo.Base)
+	if v, ok := b.durationAny("max"); ok {
+		if v < bo.Base || v > 12*time.Hour {
+			d.errorf(b.at("max"), b.field("max"), "must be between retry_backoff.base and 12h")
+		} else {
+			bo.Max = v
+		}
+	}
+	return bo
+}
+
+func (d *decoder) redrivePolicy(b *block) *RedrivePolicy {
+	if !b.has("max_receive_count") {
+		d.errorf(b.pos, b.path, "max_receive_count is required")
+	}
+	if !b.has("dead_letter_queue") {
+		d.errorf(b.pos, b.path, "dead_letter_queue is required")
+	}
+	return &RedrivePolicy{
+		MaxReceiveCount: b.integer("max_receive_count", 0, 1, 1000),
+		DeadLetterQueue: b.str("dead_letter_queue"),
+	}
+}
+
+func (d *decoder) filter(b *block) *Filter {
+	f := &Filter{}
+	f.Patterns, f.PatternsPos = d.patterns(b)
+	if b.has("jq") {
+		f.JQ, f.JQPos = b.strPos("jq")
+	}
+	if b.has("expr") {
+		f.Expr, f.ExprPos = b.strPos("expr")
+	}
+	return f
+}
+
+func (d *decoder) enrichment(b *block) *Enrichment {
+	e := &Enrichment{Pos: b.pos}
+	if !b.has("type") {
+		d.errorf(b.pos, b.path, "type is required")
+	}
+	e.Type = b.enum("type", "", "http", "lambda", "jq")
+	e.URL = b.str("url")
+	e.InputTemplate = b.str("input_template")
+	e.Headers = b.headers("headers")
+	e.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
+	e.JQ = b.str("jq")
+	switch e.Type {
+	case "http":
+		if !b.has("url") {
+			d.errorf(b.pos, b.path, "url is required for an http enrichment")
+		}
+		b.checkHTTPURL("url", e.URL)
+	case "jq":
+		if !b.has("jq") {
+			d.errorf(b.pos, b.path, "jq is required for a jq enrichment")
+		}
+	}
+	if e.Type != "" && e.Type != "jq" {
+		b.only("only for jq enrichments", "jq")
+	}
+	return e
+}
+
+func (d *decoder) target(b *block) Target {
+	t := Target{Pos: b.pos}
+	if !b.has("type") {
+		d.errorf(b.pos, b.path, "type is required")
+	}
+	t.Type = b.enum("type", "", "http", "stdout", "sqs", "sns", "eventbridge", "lambda", "func", "rabbitmq")
+	t.URL = b.str("url")
+	t.Method = b.enum("method", "POST", "GET", "POST", "PUT", "PATCH", "DELETE")
+	t.Batch = b.boolean("batch", true)
+	t.Headers = b.headers("headers")
+	t.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
+	t.InsecureSkipVerify = b.boolean("insecure_skip_verify", false)
+	t.InputTemplate = b.str("input_template")
+	t.Func = b.str("func")
+	t.FailOn = b.str("fail_on")
+	switch t.Type {
+	case "":
+	case "http":
+		if !b.has("url") {
+			d.errorf(b.pos, b.path, "url is required for an http target")
+		}
+		b.checkHTTPURL("url", t.URL)
+	case "func":
+		if !b.has("func") {
+			d.errorf(b.pos, b.path, "func is required for a func target")
+		}
+	}
+	if t.Type != "" && t.Type != "func" {
+		b.only("only for func targets", "func")
+	}
+	if t.Type != "" && t.Type != "stdout" {
+		b.only("only for stdout targets", "fail_on")
+	}
+	return t
+}

@@ -1,0 +1,396 @@
+package pipe_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source/memory"
+)
+
+// recorder is a func target that remembers what it got.
+type recorder struct {
+	mu      sync.Mutex
+	batches [][]string // message ids per batch
+	bodies  []string
+	seen    map[string]int
+	fail    func(ev *pipe.Event) bool
+	delay   time.Duration
+}
+
+func (r *recorder) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
+	if r.delay > 0 {
+		select {
+		case <-time.After(r.delay):
+		case <-ctx.Done():
+			return pipe.Result{}, ctx.Err()
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[string]int{}
+	}
+	var ids []string
+	var res pipe.Result
+	for _, ev := range events {
+		ids = append(ids, ev.ID())
+		r.seen[ev.ID()]++
+		if r.fail != nil && r.fail(ev) {
+			res.Failures = append(res.Failures, pipe.ItemFailure{ID: ev.ID(), Err: errors.New("refused")})
+			continue
+		}
+		r.bodies = append(r.bodies, ev.Message.Body)
+	}
+	r.batches = append(r.batches, ids)
+	return res, nil
+}
+
+func newQueue(t *testing.T, b *memory.Broker, name string, opts memory.Options) *memory.Queue {
+	t.Helper()
+	if opts.WaitTime == 0 {
+		opts.WaitTime = 50 * time.Millisecond
+	}
+	q, err := b.Queue(name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func send(t *testing.T, q *memory.Queue, bodies ...string) {
+	t.Helper()
+	for _, body := range bodies {
+		if _, err := q.Send(context.Background(), memory.SendInput{Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// drainable reports Pending so a pipe in drain mode waits for messages
+// that are hidden by their visibility timeout.
+type drainable struct{ *memory.Queue }
+
+func (d drainable) Pending(context.Context) (int, error) {
+	s := d.Stats()
+	return s.Visible + s.InFlight + s.Delayed, nil
+}
+
+func runDrain(t *testing.T, opt pipe.Options) {
+	t.Helper()
+	opt.Drain = true
+	p, err := pipe.New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the pipe did not drain in time")
+	}
+}
+
+func bodies(n int, f string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf(f, i)
+	}
+	return out
+}
+
+func TestEveryMessageIsDeliveredOnceAndDeleted(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{})
+	send(t, q, bodies(250, `{"n":%d}`)...)
+	rec := &recorder{}
+	runDrain(t, pipe.Options{Source: drainable{q}, Target: rec})
+	if len(rec.seen) != 250 {
+		t.Fatalf("target saw %d distinct messages, want 250", len(rec.seen))
+	}
+	for id, n := range rec.seen {
+		if n != 1 {
+			t.Fatalf("message %s delivered %d times", id, n)
+		}
+	}
+	for _, b := range rec.batches {
+		if len(b) > 10 {
+			t.Fatalf("batch of %d messages, want at most batch_size 10", len(b))
+		}
+	}
+	st := q.Stats()
+	if st.Deleted != 250 || st.Visible+st.InFlight != 0 {
+		t.Fatalf("queue stats %+v, want 250 deleted and none left", st)
+	}
+}
+
+func TestFailedItemsAreDeadLetteredAfterMaxReceiveCountAndNeverDeleted(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: 200 * time.Millisecond, MaxReceiveCount: 3, DeadLetterQueue: "orders-dlq"})
+	send(t, q, append(bodies(20, `{"ok":%d}`), `{"bad":1}`, `{"bad":2}`)...)
+	rec := &recorder{fail: func(ev *pipe.Event) bool { return strings.Contains(ev.Message.Body, "bad") }}
+	runDrain(t, pipe.Options{Source: drainable{q}, Target: rec})
+	dlq, _ := b.Lookup("orders-dlq")
+	var dead []string
+	for _, m := range dlq.Snapshot() {
+		dead = append(dead, m.Body)
+	}
+	if len(dead) != 2 {
+		t.Fatalf("dead-letter queue holds %v, want the 2 bad messages", dead)
+	}
+	for _, m := range dlq.Snapshot() {
+		if n := rec.seen[m.MessageID]; n != 3 {
+			t.Fatalf("bad message %s was tried %d times, want 3 (maxReceiveCount)", m.MessageID, n)
+		}
+	}
+	if st := q.Stats(); st.Deleted != 20 {
+		t.Fatalf("deleted %d, want only the 20 good messages", st.Deleted)
+	}
+}
+
+func TestBatchWindowFillsBatchesUpToBatchSize(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{})
+	send(t, q, bodies(60, `{"n":%d}`)...)
+	rec := &recorder{}
+	runDrain(t, pipe.Options{Source: drainable{q}, Target: rec, BatchSize: 25, BatchWindow: 300 * time.Millisecond})
+	var sizes []int
+	for _, b := range rec.batches {
+		sizes = append(sizes, len(b))
+	}
+	full := 0
+	for _, s := range sizes {
+		if s > 25 {
+			t.Fatalf("batch sizes %v: one passes batch_size 25", sizes)
+		}
+		if s == 25 {
+			full++
+		}
+	}
+	if full < 2 {
+		t.Fatalf("batch sizes %v: want two full batches of 25 (the window lets them fill)", sizes)
+	}
+}
+
+func TestABatchIsHandedOnBeforeItsPayloadPassesSixMegabytes(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "big", memory.Options{})
+	big := strings.Repeat("x", 1000*1000)
+	send(t, q, bodies(14, big+"%d")...)
+	var mu sync.Mutex
+	var sizes []int
+	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+		n := 0
+		for _, ev := range events {
+			n += ev.Message.Size()
+		}
+		mu.Lock()
+		sizes = append(sizes, n)
+		mu.Unlock()
+		return pipe.Result{}, nil
+	})
+	runDrain(t, pipe.Options{Source: drainable{q}, Target: target, BatchSize: 100, BatchWindow: time.Second})
+	total := 0
+	for _, s := range sizes {
+		if s > pipe.MaxBatchBytes {
+			t.Fatalf("batch of %d bytes passes 6 MB", s)
+		}
+		total += s
+	}
+	if len(sizes) < 3 || total < 14*1000*1000 {
+		t.Fatalf("batches %v: want the 14 MB split into batches of at most 6 MB", sizes)
+	}
+}
+
+func TestFIFOKeepsOrderPerGroupAndOneBatchPerGroupInFlight(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders.fifo", memory.Options{FIFO: true, VisibilityTimeout: 1500 * time.Millisecond})
+	for i := range 30 {
+		for _, g := range []string{"a", "b", "c"} {
+			if _, err := q.Send(context.Background(), memory.SendInput{Body: fmt.Sprintf("%s-%02d", g, i), GroupID: g}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var mu sync.Mutex
+	inFlight := map[string]bool{}
+	delivered := map[string][]string{}
+	failedOnce := false
+	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+		mu.Lock()
+		groups := map[string]bool{}
+		for _, ev := range events {
+			g := ev.Message.GroupID()
+			if inFlight[g] && !groups[g] {
+				mu.Unlock()
+				return pipe.Result{}, fmt.Errorf("group %s has two batches in flight", g)
+			}
+			groups[g] = true
+			inFlight[g] = true
+		}
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		// Like a FIFO-aware target (Lambda's advice), it stops working on a
+		// group at the group's first failure in the batch.
+		var res pipe.Result
+		stopped := map[string]bool{}
+		for _, ev := range events {
+			g := ev.Message.GroupID()
+			inFlight[g] = false
+			if stopped[g] {
+				continue
+			}
+			if ev.Message.Body == "b-07" && !failedOnce {
+				failedOnce = true
+				stopped[g] = true
+				res.Failures = append(res.Failures, pipe.ItemFailure{ID: ev.ID()})
+				continue
+			}
+			delivered[g] = append(delivered[g], ev.Message.Body)
+		}
+		return res, nil
+	})
+	runDrain(t, pipe.Options{Source: drainable{q}, Target: target, BatchSize: 4})
+	for _, g := range []string{"a", "b", "c"} {
+		got := delivered[g]
+		want := bodies(30, g+"-%02d")
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("group %s delivered %v, want %v: each once, in order", g, got, want)
+		}
+	}
+	if !failedOnce {
+		t.Fatal("the failure was never injected")
+	}
+}
+
+func TestShutdownReleasesUnfinishedMessagesAtOnce(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: time.Hour})
+	send(t, q, bodies(30, `{"n":%d}`)...)
+	started := make(chan struct{}, 100)
+	target := pipe.TargetFunc(func(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
+		started <- struct{}{}
+		<-ctx.Done() // a target that never finishes on its own
+		return pipe.Result{}, ctx.Err()
+	})
+	p, err := pipe.New(pipe.Options{Source: q, Target: target, ShutdownTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	<-started
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after the shutdown timeout")
+	}
+	st := q.Stats()
+	if st.Visible != 30 || st.InFlight != 0 || st.Deleted != 0 {
+		t.Fatalf("after shutdown: %+v, want all 30 visible again at once", st)
+	}
+}
+
+func TestHeartbeatKeepsASlowBatchInvisible(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: 600 * time.Millisecond})
+	send(t, q, bodies(5, `{"n":%d}`)...)
+	rec := &recorder{delay: 2 * time.Second}
+	metrics := pipe.NewMetrics(nil)
+	runDrain(t, pipe.Options{Source: drainable{q}, Target: rec, Metrics: metrics})
+	for id, n := range rec.seen {
+		if n != 1 {
+			t.Fatalf("message %s delivered %d times while its batch was in flight", id, n)
+		}
+	}
+	if len(rec.seen) != 5 {
+		t.Fatalf("delivered %d, want 5", len(rec.seen))
+	}
+}
+
+func TestAPanickingTargetFailsTheBatchAndThePipeGoesOn(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: 200 * time.Millisecond})
+	send(t, q, bodies(10, `{"n":%d}`)...)
+	var calls atomic.Int32
+	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+		if calls.Add(1) == 1 {
+			panic("boom")
+		}
+		return pipe.Result{}, nil
+	})
+	runDrain(t, pipe.Options{Source: drainable{q}, Target: target})
+	if st := q.Stats(); st.Deleted != 10 {
+		t.Fatalf("deleted %d, want all 10 after the retry", st.Deleted)
+	}
+}
+
+func TestPollersWaitWhileTheInflightByteBudgetIsSpent(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{})
+	body := strings.Repeat("y", 10_000)
+	send(t, q, bodies(200, body+"%d")...)
+	budget := pipe.NewBudget(50_000)
+	var peak atomic.Int64
+	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+		if u := budget.Used(); u > peak.Load() {
+			peak.Store(u)
+		}
+		time.Sleep(2 * time.Millisecond)
+		return pipe.Result{}, nil
+	})
+	runDrain(t, pipe.Options{Source: drainable{q}, Target: target, Budget: budget, InitialConcurrency: 50})
+	// A receive may overshoot by what one call returns (10 messages).
+	if p := peak.Load(); p > 50_000+10*10_200 {
+		t.Fatalf("in-flight bytes peaked at %d, want at most the 50 kB budget plus one receive", p)
+	}
+	if st := q.Stats(); st.Deleted != 200 {
+		t.Fatalf("deleted %d, want 200", st.Deleted)
+	}
+}
+
+func TestRetryBackoffDelaysFailedItemsByReceiveCount(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: time.Hour})
+	send(t, q, `{"n":1}`)
+	var tries atomic.Int32
+	var times []time.Time
+	var mu sync.Mutex
+	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+		mu.Lock()
+		times = append(times, time.Now())
+		mu.Unlock()
+		if tries.Add(1) < 3 {
+			return pipe.Result{}, errors.New("not yet")
+		}
+		return pipe.Result{}, nil
+	})
+	// The queue's own visibility is an hour: without the backoff (1 s, then
+	// 2 s) the retries would never come within the test.
+	runDrain(t, pipe.Options{Source: drainable{q}, Target: target, RetryBackoff: &pipe.Backoff{Base: time.Second, Factor: 2, Max: time.Minute}})
+	if len(times) != 3 {
+		t.Fatalf("target called %d times, want 3", len(times))
+	}
+	if d := times[1].Sub(times[0]); d < 900*time.Millisecond || d > 3*time.Second {
+		t.Fatalf("first retry after %v, want about 1 s", d)
+	}
+	if d := times[2].Sub(times[1]); d < 1900*time.Millisecond || d > 4*time.Second {
+		t.Fatalf("second retry after %v, want about 2 s", d)
+	}
+}
