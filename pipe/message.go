@@ -58,6 +58,20 @@ type MessageAttribute struct {
 	DataType         string   `json:"dataType"`
 }
 
+type messageAttributeJSON MessageAttribute
+
+// MarshalJSON encodes the attribute in Lambda's shape, where absent lists
+// are empty arrays, not null.
+func (a MessageAttribute) MarshalJSON() ([]byte, error) {
+	if a.StringListValues == nil {
+		a.StringListValues = []string{}
+	}
+	if a.BinaryListValues == nil {
+		a.BinaryListValues = [][]byte{}
+	}
+	return json.Marshal(messageAttributeJSON(a))
+}
+
 // System attribute names used by the runtime.
 const (
 	AttrReceiveCount   = "ApproximateReceiveCount"

@@ -22,7 +22,7 @@ var ErrMalformedAnswer = errors.New("malformed partial batch answer")
 //
 // inBatch reports whether an id belongs to the batch.
 func ParseBatchResponse(body []byte, inBatch func(id string) bool) (Result, error) {
-	body = bytes.TrimSpace(body)
+	body = bytes.Trim(body, " \t\r\n") // JSON's own white space only
 	if len(body) == 0 {
 		return Result{}, nil
 	}

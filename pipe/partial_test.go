@@ -2,7 +2,6 @@ package pipe_test
 
 import (
 	"errors"
-	"os"
 	"slices"
 	"testing"
 
@@ -101,21 +100,14 @@ func TestParseBatchResponse(t *testing.T) {
 	}
 }
 
-// TestParseBatchResponseKnownBugs holds answers that ParseBatchResponse
-// gets wrong today (see the report of the partial.go review). It runs when
-// PIPES_KNOWN_BUGS=1, so that the fix can be checked; it is skipped
-// otherwise to keep the suite green.
-func TestParseBatchResponseKnownBugs(t *testing.T) {
-	if os.Getenv("PIPES_KNOWN_BUGS") != "1" {
-		t.Skip("known bugs in partial.go; set PIPES_KNOWN_BUGS=1 to run")
-	}
+// TestParseBatchResponseTrimsOnlyJSONWhiteSpace: JSON allows only " \t\r\n"
+// around a value; a body of other white space is not an empty answer (an
+// implicit ack) but a malformed one.
+func TestParseBatchResponseTrimsOnlyJSONWhiteSpace(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
 	}{
-		// bytes.TrimSpace trims Unicode white space, JSON only " \t\r\n":
-		// these bodies are not empty and not valid JSON, yet count as an
-		// empty response (complete success, an implicit ack) or are parsed.
 		{name: "a body of one no-break space is invalid JSON, not an empty response", body: "\u00a0"},
 		{name: "a body of one form feed is invalid JSON, not an empty response", body: "\f"},
 		{name: "a body of one vertical tab is invalid JSON, not an empty response", body: "\v"},

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/pipesproject/pipes"
+	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source/memory"
+)
+
+type runFlags struct {
+	files            []string
+	metricsAddr      string
+	logFormat        string
+	logLevel         string
+	shutdownTimeout  time.Duration
+	drain            bool
+	maxInflightBytes int64
+}
+
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run -f FILE...",
+		Short: "Run every pipe of the files until SIGINT/SIGTERM (or, with --drain, until the sources are empty)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPipes(cmd.Context(), f, stdout, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder (repeatable)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", `address for /metrics, /healthz and /readyz ("" turns it off)`)
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.StringVar(&f.logLevel, "log-level", "info", "runner log level: debug, info, warn or error (pipes' execution logs follow each pipe's logging.level)")
+	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight batches may finish after SIGTERM before they are released")
+	fl.BoolVar(&f.drain, "drain", false, "exit 0 once every source is empty and nothing is in flight")
+	fl.Int64Var(&f.maxInflightBytes, "max-inflight-bytes", 256<<20, "memory budget for in-flight message payloads across all pipes (0: no limit)")
+	return cmd
+}
+
+func newLogger(w io.Writer, format, level string, trace bool) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", level)
+	}
+	if trace && lv > slog.LevelDebug {
+		lv = slog.LevelDebug
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is not one of text, json", format)
+}
+
+// loadSpecs loads and checks pipeline files; problems are usage errors.
+func loadSpecs(reg *pipes.Registry, files []string) ([]config.Pipe, error) {
+	if len(files) == 0 {
+		return nil, usageErr(errors.New("no pipeline file: give one or more with -f FILE"))
+	}
+	specs, err := config.Load(files...)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	if len(specs) == 0 {
+		return nil, usageErr(fmt.Errorf("no pipe found in %s", strings.Join(files, ", ")))
+	}
+	if err := reg.Check(specs); err != nil {
+		return nil, usageErr(err)
+	}
+	return specs, nil
+}
+
+func runPipes(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
+	reg := pipes.NewRegistry()
+	specs, err := loadSpecs(reg, f.files)
+	if err != nil {
+		return err
+	}
+	trace := false
+	for _, s := range specs {
+		trace = trace || s.Logging.Level == "trace"
+	}
+	log, err := newLogger(stderr, f.logFormat, f.logLevel, trace)
+	if err != nil {
+		return usageErr(err)
+	}
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	env := pipes.Env{
+		Broker:          memory.NewBroker(),
+		Metrics:         pipe.NewMetrics(promReg),
+		Logger:          log,
+		Budget:          pipe.NewBudget(f.maxInflightBytes),
+		Stdout:          stdout,
+		ShutdownTimeout: f.shutdownTimeout,
+		Drain:           f.drain,
+	}
+	built, err := reg.Build(ctx, specs, env)
+	if err != nil {
+		return usageErr(err)
+	}
+	runner := pipe.NewRunner(built...)
+	if f.metricsAddr != "" {
+		stopServer, err := serveOps(f.metricsAddr, promReg, runner, log)
+		if err != nil {
+			return runtimeErr(err)
+		}
+		defer stopServer()
+	}
+	if err := runner.Run(ctx); err != nil {
+		return runtimeErr(err)
+	}
+	if f.drain {
+		summarizeMemory(stderr, env.Broker, specs)
+	}
+	return nil
+}
+
+// serveOps serves /metrics, /healthz and /readyz until the returned
+// function is called.
+func serveOps(addr string, reg *prometheus.Registry, runner *pipe.Runner, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening for metrics on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !runner.Ready() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "error", err)
+		}
+	}()
+	log.Info("serving metrics and health", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// summarizeMemory tells, after a drain, what the memory queues hold: the
+// end of the quickstart's lifecycle, dead-lettered messages included.
+func summarizeMemory(w io.Writer, b *memory.Broker, specs []config.Pipe) {
+	names := map[string]bool{} // queue name → is a dead-letter queue
+	for _, s := range specs {
+		if s.Source.Type != "memory" {
+			continue
+		}
+		n := s.Source.QueueName
+		if n == "" {
+			n = s.Name
+		}
+		if _, ok := names[n]; !ok {
+			names[n] = false
+		}
+		if rp := s.Source.RedrivePolicy; rp != nil {
+			names[rp.DeadLetterQueue] = true
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	for _, n := range sorted {
+		q, ok := b.Lookup(n)
+		if !ok {
+			continue
+		}
+		st := q.Stats()
+		fmt.Fprintf(w, "queue %s: %d left, %d received, %d deleted, %d dead-lettered\n",
+			n, st.Visible+st.InFlight+st.Delayed, st.Received, st.Deleted, st.DeadLettered)
+		if names[n] {
+			for _, m := range q.Snapshot() {
+				fmt.Fprintf(w, "  %s after %s receives: %s\n", m.MessageID, m.Attributes[pipe.AttrReceiveCount], m.Body)
+			}
+		}
+	}
+}

@@ -1,0 +1,330 @@
+// Package pipes builds runnable pipes from pipeline files. It holds the
+// Registry of source and target types: the built-ins register into a
+// Registry value (no init() globals), and embedders add their own or plug
+// Go callbacks in as `type: func` targets.
+//
+//	reg := pipes.NewRegistry()
+//	reg.MustRegisterFunc("audit", pipe.TargetFunc(audit))
+//	specs, err := config.Load("pipeline.yaml")
+//	ps, err := reg.Build(ctx, specs, pipes.Env{})
+//	err = pipe.NewRunner(ps...).Run(ctx)
+package pipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source/memory"
+	"github.com/pipesproject/pipes/source/sqs"
+	"github.com/pipesproject/pipes/target/httptarget"
+	"github.com/pipesproject/pipes/target/stdout"
+)
+
+// Env is what the pipes of one process share.
+type Env struct {
+	// Broker holds the process's memory queues (nil: a new one).
+	Broker *memory.Broker
+	// Metrics receives every pipe's series (nil: unregistered).
+	Metrics *pipe.Metrics
+	// Logger receives logs (nil: discard).
+	Logger *slog.Logger
+	// Budget bounds in-flight bytes across pipes (nil: no limit).
+	Budget *pipe.Budget
+	// Stdout is where stdout targets write (nil: os.Stdout).
+	Stdout io.Writer
+	// ShutdownTimeout bounds a pipe's drain after it is told to stop.
+	ShutdownTimeout time.Duration
+	// Drain makes pipes stop once their sources are empty.
+	Drain bool
+}
+
+func (e *Env) defaults() {
+	if e.Broker == nil {
+		e.Broker = memory.NewBroker()
+	}
+	if e.Metrics == nil {
+		e.Metrics = pipe.NewMetrics(nil)
+	}
+	if e.Logger == nil {
+		e.Logger = slog.New(slog.DiscardHandler)
+	}
+	if e.Stdout == nil {
+		e.Stdout = os.Stdout
+	}
+}
+
+// SourceFactory makes the source of a pipe from its spec. It may do I/O
+// (preloading a file) but should not contact the queue: the pipe opens the
+// source when it runs.
+type SourceFactory func(ctx context.Context, spec config.Pipe, env *Env) (pipe.Source, error)
+
+// TargetFactory makes the target of a pipe from its spec.
+type TargetFactory func(ctx context.Context, spec config.Pipe, env *Env) (pipe.Target, error)
+
+// Registry maps the type names of pipeline files to constructors. It is safe
+// for concurrent use. Type names are stable: renaming one breaks users' files.
+type Registry struct {
+	mu      sync.RWMutex
+	sources map[string]SourceFactory
+	targets map[string]TargetFactory
+	funcs   map[string]pipe.Target
+}
+
+// NewRegistry returns a registry holding the built-in sources (sqs, memory)
+// and targets (http, stdout, func).
+func NewRegistry() *Registry {
+	r := &Registry{sources: map[string]SourceFactory{}, targets: map[string]TargetFactory{}, funcs: map[string]pipe.Target{}}
+	r.MustRegisterSource("sqs", newSQSSource)
+	r.MustRegisterSource("memory", newMemorySource)
+	r.MustRegisterTarget("http", newHTTPTarget)
+	r.MustRegisterTarget("stdout", newStdoutTarget)
+	r.MustRegisterTarget("func", r.newFuncTarget)
+	return r
+}
+
+// RegisterSource adds a source type; a name already taken is an error.
+func (r *Registry) RegisterSource(name string, f SourceFactory) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.sources[name]; ok {
+		return fmt.Errorf("source type %q is already registered", name)
+	}
+	r.sources[name] = f
+	return nil
+}
+
+// MustRegisterSource is RegisterSource that panics on error.
+func (r *Registry) MustRegisterSource(name string, f SourceFactory) {
+	if err := r.RegisterSource(name, f); err != nil {
+		panic(err)
+	}
+}
+
+// RegisterTarget adds a target type; a name already taken is an error.
+func (r *Registry) RegisterTarget(name string, f TargetFactory) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.targets[name]; ok {
+		return fmt.Errorf("target type %q is already registered", name)
+	}
+	r.targets[name] = f
+	return nil
+}
+
+// MustRegisterTarget is RegisterTarget that panics on error.
+func (r *Registry) MustRegisterTarget(name string, f TargetFactory) {
+	if err := r.RegisterTarget(name, f); err != nil {
+		panic(err)
+	}
+}
+
+// RegisterFunc names a Go target for `type: func` with `func: <name>`.
+func (r *Registry) RegisterFunc(name string, t pipe.Target) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.funcs[name]; ok {
+		return fmt.Errorf("func target %q is already registered", name)
+	}
+	r.funcs[name] = t
+	return nil
+}
+
+// MustRegisterFunc is RegisterFunc that panics on error.
+func (r *Registry) MustRegisterFunc(name string, t pipe.Target) {
+	if err := r.RegisterFunc(name, t); err != nil {
+		panic(err)
+	}
+}
+
+// Check validates specs beyond what config checks alone, without any I/O:
+// every type is registered, func targets exist, filters and templates
+// compile. Problems come back as config.Errors naming file, line and field.
+func (r *Registry) Check(specs []config.Pipe) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var errs config.Errors
+	for _, s := range specs {
+		if _, ok := r.sources[s.Source.Type]; !ok {
+			errs = append(errs, &config.Error{Pos: s.Source.Pos, Field: "source.type",
+				Msg: fmt.Sprintf("source type %q is not available in this build (have %s)", s.Source.Type, keys(r.sources))})
+		}
+		if _, ok := r.targets[s.Target.Type]; !ok {
+			errs = append(errs, &config.Error{Pos: s.Target.Pos, Field: "target.type",
+				Msg: fmt.Sprintf("target type %q is not available in this build (have %s)", s.Target.Type, keys(r.targets))})
+		} else if s.Target.Type == "func" {
+			if _, ok := r.funcs[s.Target.Func]; !ok {
+				errs = append(errs, &config.Error{Pos: s.Target.Pos, Field: "target.func",
+					Msg: fmt.Sprintf("no Go func target is registered as %q (Registry.RegisterFunc)", s.Target.Func)})
+			}
+		}
+		if s.Enrichment != nil {
+			errs = append(errs, &config.Error{Pos: s.Enrichment.Pos, Field: "enrichment",
+				Msg: "enrichment is not available in this build yet"})
+		}
+		errs = append(errs, checkStages(s)...)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+func keys[V any](m map[string]V) string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, ", ")
+}
+
+// Build makes the pipes of specs, ready to run. It runs Check first.
+func (r *Registry) Build(ctx context.Context, specs []config.Pipe, env Env) ([]*pipe.Pipe, error) {
+	if err := r.Check(specs); err != nil {
+		return nil, err
+	}
+	env.defaults()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*pipe.Pipe
+	for _, s := range specs {
+		p, err := r.build(ctx, s, &env)
+		if err != nil {
+			return nil, fmt.Errorf("building pipe %s (%s:%d): %w", s.Name, s.Pos.File, s.Pos.Line, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pipe, error) {
+	src, err := r.sources[s.Source.Type](ctx, s, env)
+	if err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	tgt, err := r.targets[s.Target.Type](ctx, s, env)
+	if err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
+	flt, tr, err := buildStages(s)
+	if err != nil {
+		return nil, err
+	}
+	opt := pipe.Options{
+		Name:                 s.Name,
+		Source:               src,
+		Filter:               flt,
+		Transformer:          tr,
+		Target:               tgt,
+		TargetTimeout:        s.Target.Timeout,
+		BatchSize:            s.Source.BatchSize,
+		BatchWindow:          s.Source.BatchWindow,
+		MaxConcurrency:       s.Source.MaxConcurrency,
+		InitialConcurrency:   s.Source.InitialConcurrency,
+		ScaleUpPerMinute:     s.Source.ScaleUpPerMinute,
+		ShutdownTimeout:      env.ShutdownTimeout,
+		Drain:                env.Drain,
+		Budget:               env.Budget,
+		Metrics:              env.Metrics,
+		Logger:               env.Logger,
+		LogLevel:             s.Logging.Level,
+		IncludeExecutionData: s.Logging.IncludeExecutionData,
+	}
+	if b := s.Source.RetryBackoff; b != nil {
+		opt.RetryBackoff = &pipe.Backoff{Base: b.Base, Factor: b.Factor, Max: b.Max, Jitter: b.Jitter}
+	}
+	return pipe.New(opt)
+}
+
+func newSQSSource(ctx context.Context, s config.Pipe, env *Env) (pipe.Source, error) {
+	m, name := env.Metrics, s.Name
+	return sqs.New(ctx, sqs.Config{
+		QueueURL:          s.Source.QueueURL,
+		QueueARN:          s.Source.QueueARN,
+		QueueName:         s.Source.QueueName,
+		Region:            s.Source.Region,
+		Endpoint:          s.Source.Endpoint,
+		WaitTime:          s.Source.WaitTime,
+		VisibilityTimeout: s.Source.VisibilityTimeout,
+		OnCall:            func(op string) { m.CountCall(name, op) },
+		Logger:            env.Logger.With("pipe", name),
+	})
+}
+
+// memorySource is a memory queue that can also tell how many messages are
+// left, for `pipes run --drain`.
+type memorySource struct{ *memory.Queue }
+
+// Pending counts the messages still in the queue, visible or not.
+func (m memorySource) Pending(context.Context) (int, error) {
+	st := m.Stats()
+	return st.Visible + st.InFlight + st.Delayed, nil
+}
+
+func newMemorySource(ctx context.Context, s config.Pipe, env *Env) (pipe.Source, error) {
+	opts := memory.Options{
+		FIFO:              s.Source.FIFO,
+		VisibilityTimeout: s.Source.VisibilityTimeout,
+		WaitTime:          s.Source.WaitTime,
+		Region:            s.Source.Region,
+	}
+	if rp := s.Source.RedrivePolicy; rp != nil {
+		opts.MaxReceiveCount = rp.MaxReceiveCount
+		opts.DeadLetterQueue = rp.DeadLetterQueue
+	}
+	name := s.Source.QueueName
+	if name == "" {
+		name = s.Name
+	}
+	q, err := env.Broker.Queue(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	if s.Source.Preload != "" {
+		path := s.Source.Preload
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(s.Dir, path)
+		}
+		n, err := q.Preload(ctx, path)
+		if err != nil {
+			return nil, fmt.Errorf("preloading %s: %w", path, err)
+		}
+		env.Logger.Info("memory queue preloaded", "queue", name, "messages", n, "file", path)
+	}
+	return memorySource{q}, nil
+}
+
+func newHTTPTarget(_ context.Context, s config.Pipe, env *Env) (pipe.Target, error) {
+	return httptarget.New(httptarget.Config{
+		URL:                s.Target.URL,
+		Method:             s.Target.Method,
+		Batch:              s.Target.Batch,
+		Headers:            s.Target.Headers,
+		Timeout:            s.Target.Timeout,
+		InsecureSkipVerify: s.Target.InsecureSkipVerify,
+		Logger:             env.Logger.With("pipe", s.Name),
+	})
+}
+
+func newStdoutTarget(_ context.Context, s config.Pipe, env *Env) (pipe.Target, error) {
+	return stdout.New(stdout.Config{Writer: env.Stdout, Batch: s.Target.Batch, FailOn: s.Target.FailOn}), nil
+}
+
+func (r *Registry) newFuncTarget(_ context.Context, s config.Pipe, _ *Env) (pipe.Target, error) {
+	t, ok := r.funcs[s.Target.Func]
+	if !ok {
+		return nil, errors.New("no func target registered as " + s.Target.Func)
+	}
+	return t, nil
+}

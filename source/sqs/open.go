@@ -1,0 +1,100 @@
+package sqs
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/pipesproject/pipes/pipe"
+)
+
+// sqsAPI is the part of the SQS client the source calls.
+type sqsAPI interface {
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+}
+
+// Open resolves the queue's URL (GetQueueUrl for a name or an ARN) and
+// reads its attributes: ARN, visibility timeout, redrive policy, FIFO. It
+// blocks for those calls. Access denied and a missing queue are
+// pipe.Permanent errors. Open may be called again; the last call wins.
+func (s *Source) Open(ctx context.Context) (pipe.SourceInfo, error) {
+	url, err := s.resolveURL(ctx)
+	if err != nil {
+		return pipe.SourceInfo{}, err
+	}
+	out, err := s.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
+	})
+	if err != nil {
+		return pipe.SourceInfo{}, fmt.Errorf("reading the attributes of SQS queue %s: %w", s.name, classify(err))
+	}
+	q, err := s.queueFrom(url, out.Attributes)
+	if err != nil {
+		return pipe.SourceInfo{}, fmt.Errorf("reading the attributes of SQS queue %s: %w", s.name, err)
+	}
+	s.queue.Store(q)
+	return q.info, nil
+}
+
+// resolveURL returns the queue URL, asking SQS for it unless configured.
+func (s *Source) resolveURL(ctx context.Context) (string, error) {
+	if s.cfg.QueueURL != "" {
+		return s.cfg.QueueURL, nil
+	}
+	in := &sqs.GetQueueUrlInput{QueueName: aws.String(s.cfg.QueueName)}
+	if s.cfg.QueueARN != "" {
+		a, err := parseQueueARN(s.cfg.QueueARN)
+		if err != nil {
+			return "", pipe.Permanent(err)
+		}
+		in.QueueName = aws.String(a.name)
+		in.QueueOwnerAWSAccountId = aws.String(a.account)
+	}
+	out, err := s.api.GetQueueUrl(ctx, in)
+	if err != nil {
+		return "", fmt.Errorf("resolving the URL of SQS queue %s: %w", s.name, classify(err))
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
+// queueFrom builds what Open resolved from the queue's attributes.
+func (s *Source) queueFrom(url string, attrs map[string]string) (*queue, error) {
+	q := &queue{url: url, arn: attrs[string(types.QueueAttributeNameQueueArn)], region: s.region}
+	if q.arn == "" {
+		q.arn = s.cfg.QueueARN
+	}
+	if a, err := parseQueueARN(q.arn); err == nil {
+		q.region = a.region
+	}
+	q.info = pipe.SourceInfo{
+		ARN:               q.arn,
+		FIFO:              attrs[string(types.QueueAttributeNameFifoQueue)] == "true",
+		VisibilityTimeout: s.cfg.VisibilityTimeout,
+	}
+	if q.info.VisibilityTimeout == 0 {
+		v := attrs[string(types.QueueAttributeNameVisibilityTimeout)]
+		secs, err := strconv.Atoi(v)
+		if err != nil || secs < 0 {
+			return nil, fmt.Errorf("visibility timeout %q is not a number of seconds", v)
+		}
+		q.info.VisibilityTimeout = time.Duration(secs) * time.Second
+	}
+	if rp := attrs[string(types.QueueAttributeNameRedrivePolicy)]; rp != "" {
+		p, err := parseRedrivePolicy(rp)
+		if err != nil {
+			return nil, err
+		}
+		q.info.MaxReceiveCount, q.info.DeadLetterARN = p.MaxReceiveCount, p.DeadLetterTargetARN
+	}
+	return q, nil
+}

@@ -1,0 +1,216 @@
+// Package sqs is the Amazon SQS source of pipes: it resolves a queue,
+// long-polls it for messages in the Pipes record shape and settles them
+// (delete, change visibility) in batches when the pipe says so. It decides
+// nothing on its own: batching, scaling, heartbeats and outcomes belong to
+// the pipe runtime.
+package sqs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/pipesproject/pipes/pipe"
+)
+
+// Limits of SQS that the source applies.
+const (
+	// MaxWaitTime is the longest long-poll wait SQS accepts.
+	MaxWaitTime = 20 * time.Second
+	// MaxVisibilityTimeout is the longest visibility timeout SQS accepts.
+	MaxVisibilityTimeout = 12 * time.Hour
+	// MaxBatch is the most messages one SQS call receives or settles.
+	MaxBatch = 10
+	// DefaultWaitTime is the long-poll wait pipes uses when the pipeline
+	// file gives none (the config package applies it).
+	DefaultWaitTime = 20 * time.Second
+)
+
+// Config says which queue a Source reads and how.
+type Config struct {
+	// QueueURL, QueueARN or QueueName names the queue; give exactly one.
+	// A name is resolved in the client's region and account; an ARN in its
+	// own region and account.
+	QueueURL, QueueARN, QueueName string
+	// Region overrides the region of the AWS config (for an ARN, the ARN's
+	// region is used when Region is empty).
+	Region string
+	// Endpoint overrides the SQS endpoint (an SQS-compatible server).
+	// AWS_ENDPOINT_URL_SQS works too, through the SDK.
+	Endpoint string
+	// WaitTime is the long-poll wait of each receive, used as given:
+	// 0..20s, 0 short-polls. Pipeline files default it to DefaultWaitTime.
+	WaitTime time.Duration
+	// VisibilityTimeout, when not 0, is given to every receive instead of
+	// the queue's own (1s..12h, rounded up to whole seconds).
+	VisibilityTimeout time.Duration
+	// OnCall, when set, is called once for every HTTP attempt sent to SQS
+	// (SDK retries included) with the operation's name, e.g.
+	// "ReceiveMessage". It must be safe for concurrent use and quick.
+	OnCall func(operation string)
+	// Logger receives debug logs of settle retries; nil discards them.
+	Logger *slog.Logger
+	// AWSConfig, when set, is the AWS configuration to build the client
+	// from; by default config.LoadDefaultConfig (env, profile, IMDS, IRSA).
+	// Region and Endpoint above are applied on top of it.
+	AWSConfig *aws.Config
+}
+
+// Source reads one SQS queue. Open it before the first Receive. All its
+// methods are safe for concurrent use; it never settles a message on its
+// own.
+type Source struct {
+	api    sqsAPI
+	cfg    Config
+	name   string // the queue as configured, for errors and logs
+	log    *slog.Logger
+	region string // the client's region
+
+	backoffBase time.Duration // first settle retry wait; tests shorten it
+
+	queue atomic.Pointer[queue] // set by Open
+}
+
+// queue is what Open resolved.
+type queue struct {
+	url    string
+	arn    string
+	region string
+	info   pipe.SourceInfo
+}
+
+var (
+	_ pipe.Source = (*Source)(nil)
+	_ pipe.Opener = (*Source)(nil)
+	_ pipe.Closer = (*Source)(nil)
+)
+
+// New checks cfg and builds the source's SQS client. It does no network
+// I/O (loading the default AWS config reads environment and files only);
+// Open resolves the queue.
+func New(ctx context.Context, cfg Config) (*Source, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	var awsCfg aws.Config
+	if cfg.AWSConfig != nil {
+		awsCfg = cfg.AWSConfig.Copy()
+	} else {
+		loaded, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("loading the AWS configuration for SQS queue %s: %w", cfg.queueName(), err)
+		}
+		awsCfg = loaded
+	}
+	region := cfg.Region
+	if region == "" && cfg.QueueARN != "" {
+		a, _ := parseQueueARN(cfg.QueueARN) // validated above
+		region = a.region
+	}
+	if region == "" && awsCfg.Region == "" && cfg.QueueURL != "" {
+		region = regionFromURL(cfg.QueueURL)
+	}
+	client := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
+		if region != "" {
+			o.Region = region
+		}
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		if cfg.OnCall != nil {
+			o.APIOptions = append(o.APIOptions, onCallMiddleware(cfg.OnCall))
+		}
+	})
+	return newSource(cfg, client, client.Options().Region), nil
+}
+
+// newSource makes a source around api; tests give it a fake.
+func newSource(cfg Config, api sqsAPI, region string) *Source {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Source{api: api, cfg: cfg, name: cfg.queueName(), log: log, region: region, backoffBase: settleBackoffBase}
+}
+
+func (c Config) validate() error {
+	var errs []error
+	given := 0
+	for _, s := range []string{c.QueueURL, c.QueueARN, c.QueueName} {
+		if s != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		errs = append(errs, errors.New("give exactly one of queue URL, queue ARN and queue name"))
+	}
+	if c.QueueARN != "" {
+		if _, err := parseQueueARN(c.QueueARN); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.WaitTime < 0 || c.WaitTime > MaxWaitTime {
+		errs = append(errs, fmt.Errorf("wait time %v is outside 0..%v", c.WaitTime, MaxWaitTime))
+	}
+	if c.VisibilityTimeout < 0 || c.VisibilityTimeout > MaxVisibilityTimeout {
+		errs = append(errs, fmt.Errorf("visibility timeout %v is outside 0..%v", c.VisibilityTimeout, MaxVisibilityTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("configuring SQS source %s: %w", c.queueName(), err)
+	}
+	return nil
+}
+
+// queueName is how errors name the queue.
+func (c Config) queueName() string {
+	switch {
+	case c.QueueName != "":
+		return c.QueueName
+	case c.QueueARN != "":
+		return c.QueueARN
+	case c.QueueURL != "":
+		return c.QueueURL
+	}
+	return "(no queue)"
+}
+
+// onCallMiddleware calls f once per attempt: it sits in the finalize step
+// after the SDK's retry middleware, so every retry passes through it.
+func onCallMiddleware(f func(string)) func(*middleware.Stack) error {
+	return func(s *middleware.Stack) error {
+		return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("pipesOnCall",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				f(awsmiddleware.GetOperationName(ctx))
+				return next.HandleFinalize(ctx, in)
+			}), middleware.After)
+	}
+}
+
+// Close releases the idle connections of the client's HTTP client when it
+// has any to release. It does not block and never fails.
+func (s *Source) Close(ctx context.Context) error {
+	if c, ok := s.api.(*sqs.Client); ok {
+		if h, ok := c.Options().HTTPClient.(interface{ CloseIdleConnections() }); ok {
+			h.CloseIdleConnections()
+		}
+	}
+	return nil
+}
+
+// opened returns what Open resolved, or an error when Open has not run.
+func (s *Source) opened() (*queue, error) {
+	q := s.queue.Load()
+	if q == nil {
+		return nil, fmt.Errorf("SQS source %s: used before Open", s.name)
+	}
+	return q, nil
+}

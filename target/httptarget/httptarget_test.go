@@ -1,0 +1,556 @@
+package httptarget_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/target/httptarget"
+)
+
+// events makes one event per id, whose payload is a small JSON object.
+func events(ids ...string) []*pipe.Event {
+	evs := make([]*pipe.Event, len(ids))
+	for i, id := range ids {
+		evs[i] = &pipe.Event{
+			Message: &pipe.Message{MessageID: id, Body: id},
+			Payload: []byte(`{"id":"` + id + `"}`),
+		}
+	}
+	return evs
+}
+
+// answering starts a server that answers every request with status and body.
+func answering(t *testing.T, status int, body string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func newTarget(t *testing.T, cfg httptarget.Config) *httptarget.Target {
+	t.Helper()
+	tg, err := httptarget.New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = tg.Close(context.Background()) })
+	return tg
+}
+
+func failedIDs(r pipe.Result) []string {
+	ids := make([]string, 0, len(r.Failures))
+	for _, f := range r.Failures {
+		ids = append(ids, f.ID)
+	}
+	return ids
+}
+
+func TestNewRejectsInvalidConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  httptarget.Config
+		want string
+	}{
+		{"a missing url is rejected", httptarget.Config{}, "url is required"},
+		{"a url that is not http is rejected", httptarget.Config{URL: "ftp://example.com/x"}, `url scheme "ftp" is not http or https`},
+		{"a url without a host is rejected", httptarget.Config{URL: "http:///path"}, "url has no host"},
+		{"a url that does not parse is rejected", httptarget.Config{URL: "http://[::1"}, "url is not a valid URL"},
+		{"a method with a space is rejected", httptarget.Config{URL: "http://x", Method: "PO ST"}, "is not a valid HTTP method"},
+		{"a negative timeout is rejected", httptarget.Config{URL: "http://x", Timeout: -time.Second}, "timeout -1s is negative"},
+		{"a negative parallelism is rejected", httptarget.Config{URL: "http://x", MaxParallel: -1}, "max parallel -1 is negative"},
+		{"a header name with a colon is rejected", httptarget.Config{URL: "http://x", Headers: map[string]string{"X:Y": "v"}}, `header name "X:Y" is not valid`},
+		{"a header value with a newline is rejected without quoting it", httptarget.Config{URL: "http://x", Headers: map[string]string{"Authorization": "Bearer s3cr3t\r\nX: y"}}, `header "Authorization" has a value with control characters`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := httptarget.New(tt.cfg)
+			if err == nil {
+				t.Fatal("New succeeded, want an error")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("error %q contains the header value", err)
+			}
+		})
+	}
+}
+
+func TestNewReportsEveryProblemAtOnce(t *testing.T) {
+	_, err := httptarget.New(httptarget.Config{URL: "ftp://x", Timeout: -1, MaxParallel: -1})
+	if err == nil {
+		t.Fatal("New succeeded, want an error")
+	}
+	for _, want := range []string{"url scheme", "timeout", "max parallel"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+// TestBatchAnswers runs every row of SPEC.md §3.2 through a real server.
+func TestBatchAnswers(t *testing.T) {
+	tests := []struct {
+		name      string
+		answer    string
+		wantIDs   []string
+		malformed bool
+	}{
+		{"an empty batchItemFailures list is complete success", `{"batchItemFailures":[]}`, nil, false},
+		{"a null batchItemFailures is complete success", `{"batchItemFailures":null}`, nil, false},
+		{"an empty response is complete success", ``, nil, false},
+		{"a null response is complete success", `null`, nil, false},
+		{"an invalid JSON response fails the whole batch", `{"batchItemFailures":[`, nil, true},
+		{"an empty itemIdentifier fails the whole batch", `{"batchItemFailures":[{"itemIdentifier":""}]}`, nil, true},
+		{"a null itemIdentifier fails the whole batch", `{"batchItemFailures":[{"itemIdentifier":null}]}`, nil, true},
+		{"a misspelt itemIdentifier key fails the whole batch", `{"batchItemFailures":[{"itemIdentifer":"b"}]}`, nil, true},
+		{"an unknown message id fails the whole batch", `{"batchItemFailures":[{"itemIdentifier":"zzz"}]}`, nil, true},
+		{"a listed message id fails that item only", `{"batchItemFailures":[{"itemIdentifier":"b"}]}`, []string{"b"}, false},
+		{"an answer that is not an object is complete success", `[{"id":"a"}]`, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := answering(t, http.StatusOK, tt.answer)
+			tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: true})
+			r, err := tg.Deliver(context.Background(), events("a", "b", "c"))
+			if tt.malformed {
+				if !errors.Is(err, pipe.ErrMalformedAnswer) {
+					t.Fatalf("error = %v, want one wrapping ErrMalformedAnswer", err)
+				}
+				if pipe.IsPermanent(err) || pipe.IsThrottled(err) {
+					t.Errorf("a malformed answer is classified permanent or throttled: %v", err)
+				}
+				if !strings.Contains(err.Error(), "200") {
+					t.Errorf("error %q does not name the status", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Deliver: %v", err)
+			}
+			if got := failedIDs(r); !slices.Equal(got, tt.wantIDs) && len(got)+len(tt.wantIDs) > 0 {
+				t.Errorf("failed ids = %v, want %v", got, tt.wantIDs)
+			}
+		})
+	}
+}
+
+func TestBatchAnswerLargerThanSixMegabytesIsMalformed(t *testing.T) {
+	big := `{"batchItemFailures":[],"pad":"` + strings.Repeat("x", 6<<20) + `"}`
+	srv := answering(t, http.StatusOK, big)
+	tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: true})
+	_, err := tg.Deliver(context.Background(), events("a"))
+	if !errors.Is(err, pipe.ErrMalformedAnswer) {
+		t.Fatalf("error = %v, want one wrapping ErrMalformedAnswer", err)
+	}
+}
+
+func TestBatchStatuses(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    int
+		permanent bool
+		throttled bool
+	}{
+		{"a 429 answer is throttling", http.StatusTooManyRequests, false, true},
+		{"a 500 answer is retryable", http.StatusInternalServerError, false, false},
+		{"a 503 answer is retryable", http.StatusServiceUnavailable, false, false},
+		{"a 408 answer is retryable", http.StatusRequestTimeout, false, false},
+		{"a 404 answer is permanent", http.StatusNotFound, true, false},
+		{"a 400 answer is permanent", http.StatusBadRequest, true, false},
+		{"a redirect is not followed and is permanent", http.StatusFound, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := answering(t, tt.status, "went wrong\n"+strings.Repeat("y", 1000))
+			tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: true})
+			_, err := tg.Deliver(context.Background(), events("a", "b"))
+			if err == nil {
+				t.Fatal("Deliver succeeded, want a whole-batch error")
+			}
+			if got := pipe.IsPermanent(err); got != tt.permanent {
+				t.Errorf("IsPermanent = %v, want %v (%v)", got, tt.permanent, err)
+			}
+			if got := pipe.IsThrottled(err); got != tt.throttled {
+				t.Errorf("IsThrottled = %v, want %v (%v)", got, tt.throttled, err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, http.StatusText(tt.status)) || !strings.Contains(msg, "went wrong") {
+				t.Errorf("error %q does not name the status and quote the answer", msg)
+			}
+			if n := strings.Count(msg, "y"); n > 256 {
+				t.Errorf("error quotes %d bytes of the answer, want at most 256", n)
+			}
+		})
+	}
+}
+
+func TestTimeoutIsRetryable(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: true, Timeout: 20 * time.Millisecond})
+	_, err := tg.Deliver(context.Background(), events("a"))
+	if err == nil {
+		t.Fatal("Deliver succeeded, want a timeout")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || pipe.IsPermanent(err) || pipe.IsThrottled(err) {
+		t.Errorf("error = %v, want a plain retryable timeout", err)
+	}
+	if !strings.Contains(err.Error(), "no answer within 20ms") {
+		t.Errorf("error %q does not say it timed out", err)
+	}
+}
+
+func TestConnectionRefusedIsRetryable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	tg := newTarget(t, httptarget.Config{URL: url, Batch: true})
+	_, err := tg.Deliver(context.Background(), events("a"))
+	if err == nil {
+		t.Fatal("Deliver succeeded against a closed server")
+	}
+	if pipe.IsPermanent(err) || pipe.IsThrottled(err) {
+		t.Errorf("error = %v, want a plain retryable error", err)
+	}
+}
+
+func TestCancelledContextFailsTheBatch(t *testing.T) {
+	srv := answering(t, http.StatusOK, "")
+	tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := tg.Deliver(ctx, events("a"))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error = %v, want context.Canceled", err)
+	}
+}
+
+func TestEmptyBatchSendsNothing(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		t.Error("the server was called for an empty batch")
+	}))
+	t.Cleanup(srv.Close)
+	for _, batch := range []bool{true, false} {
+		tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: batch})
+		r, err := tg.Deliver(context.Background(), nil)
+		if err != nil || len(r.Failures) > 0 {
+			t.Errorf("batch=%v: Deliver = %v, %v; want success", batch, r, err)
+		}
+	}
+}
+
+type request struct {
+	method string
+	header http.Header
+	body   []byte
+}
+
+// recording starts a server that records requests and answers by status(body).
+func recording(t *testing.T, status func(body []byte) int) (*httptest.Server, func() []request) {
+	t.Helper()
+	var mu sync.Mutex
+	var reqs []request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		reqs = append(reqs, request{r.Method, r.Header.Clone(), body})
+		mu.Unlock()
+		w.WriteHeader(status(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []request {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(reqs)
+	}
+}
+
+func TestBatchRequestCarriesPayloadsAndHeaders(t *testing.T) {
+	srv, got := recording(t, func([]byte) int { return http.StatusNoContent })
+	tg := newTarget(t, httptarget.Config{
+		URL: srv.URL + "/orders?x=1", Method: "put", Batch: true,
+		Headers: map[string]string{"X-Api-Key": "k-123", "X-Tenant": "t1"},
+	})
+	evs := events("a", "b", "c")
+	evs[1].Payload = []byte("not json <&>")
+	evs[2].Payload = []byte(" [1, 2] ")
+	if _, err := tg.Deliver(context.Background(), evs); err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	reqs := got()
+	if len(reqs) != 1 {
+		t.Fatalf("server got %d requests, want 1", len(reqs))
+	}
+	req := reqs[0]
+	if req.method != http.MethodPut {
+		t.Errorf("method = %s, want PUT", req.method)
+	}
+	for name, want := range map[string]string{
+		"Content-Type": "application/json", "User-Agent": "pipes", "X-Api-Key": "k-123", "X-Tenant": "t1",
+	} {
+		if v := req.header.Get(name); v != want {
+			t.Errorf("header %s = %q, want %q", name, v, want)
+		}
+	}
+	var body []json.RawMessage
+	if err := json.Unmarshal(req.body, &body); err != nil {
+		t.Fatalf("body %s is not a JSON array: %v", req.body, err)
+	}
+	var s string
+	if len(body) != 3 || string(body[0]) != `{"id":"a"}` || json.Unmarshal(body[1], &s) != nil || s != "not json <&>" || string(body[2]) != `[1, 2]` {
+		t.Errorf("body = %s, want the payloads in order, the invalid one as a string", req.body)
+	}
+}
+
+func TestUserHeadersOverrideDefaults(t *testing.T) {
+	srv, got := recording(t, func([]byte) int { return http.StatusOK })
+	tg := newTarget(t, httptarget.Config{
+		URL: srv.URL, Batch: true,
+		Headers: map[string]string{"content-type": "application/vnd.orders+json", "User-Agent": "orders/1"},
+	})
+	if _, err := tg.Deliver(context.Background(), events("a")); err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	h := got()[0].header
+	if h.Get("Content-Type") != "application/vnd.orders+json" || h.Get("User-Agent") != "orders/1" {
+		t.Errorf("headers = %v, want the configured ones", h)
+	}
+}
+
+func TestOneRequestPerEvent(t *testing.T) {
+	statuses := map[string]int{
+		`{"id":"ok"}`: 200, `{"id":"created"}`: 201, `{"id":"slow-down"}`: 429,
+		`{"id":"broken"}`: 500, `{"id":"missing"}`: 404, `{"id":"late"}`: 408,
+	}
+	srv, got := recording(t, func(body []byte) int { return statuses[string(body)] })
+	tg := newTarget(t, httptarget.Config{URL: srv.URL, MaxParallel: 2, Headers: map[string]string{"X-Api-Key": "k-123"}})
+	r, err := tg.Deliver(context.Background(), events("ok", "created", "slow-down", "broken", "missing", "late"))
+	if err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	if n := len(got()); n != 6 {
+		t.Errorf("server got %d requests, want 6", n)
+	}
+	for _, req := range got() {
+		if req.header.Get("Content-Type") != "application/json" || req.header.Get("X-Api-Key") != "k-123" {
+			t.Errorf("request headers = %v", req.header)
+		}
+	}
+	want := map[string]struct{ permanent, throttled bool }{
+		"slow-down": {false, true}, "broken": {false, false}, "missing": {true, false}, "late": {false, false},
+	}
+	if len(r.Failures) != len(want) {
+		t.Errorf("failures = %v, want %d", r.Failures, len(want))
+	}
+	for _, f := range r.Failures {
+		w, ok := want[f.ID]
+		if !ok {
+			t.Errorf("item %s failed: %v", f.ID, f.Err)
+			continue
+		}
+		if f.Err == nil || pipe.IsPermanent(f.Err) != w.permanent || pipe.IsThrottled(f.Err) != w.throttled {
+			t.Errorf("item %s: error %v, want permanent=%v throttled=%v", f.ID, f.Err, w.permanent, w.throttled)
+		}
+	}
+}
+
+func TestOneRequestPerEventAllThrottledThrottlesTheBatch(t *testing.T) {
+	srv, _ := recording(t, func([]byte) int { return http.StatusTooManyRequests })
+	tg := newTarget(t, httptarget.Config{URL: srv.URL})
+	_, err := tg.Deliver(context.Background(), events("a", "b", "c"))
+	if !pipe.IsThrottled(err) {
+		t.Fatalf("error = %v, want a whole-batch Throttled error", err)
+	}
+}
+
+func TestOneRequestPerEventSendsNonJSONPayloadAsText(t *testing.T) {
+	srv, got := recording(t, func([]byte) int { return http.StatusOK })
+	tg := newTarget(t, httptarget.Config{URL: srv.URL})
+	evs := events("a")
+	evs[0].Payload = []byte("plain text")
+	if _, err := tg.Deliver(context.Background(), evs); err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	req := got()[0]
+	if string(req.body) != "plain text" || !strings.HasPrefix(req.header.Get("Content-Type"), "text/plain") {
+		t.Errorf("request = %q with Content-Type %q", req.body, req.header.Get("Content-Type"))
+	}
+}
+
+func TestTLS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the rejected handshake is expected
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+
+	t.Run("an untrusted certificate is rejected by default", func(t *testing.T) {
+		tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: true})
+		_, err := tg.Deliver(context.Background(), events("a"))
+		var certErr *tls.CertificateVerificationError
+		if !errors.As(err, &certErr) {
+			t.Fatalf("error = %v, want a certificate verification error", err)
+		}
+	})
+	t.Run("an untrusted certificate is accepted with InsecureSkipVerify, with a warning", func(t *testing.T) {
+		var logs bytes.Buffer
+		logger := slog.New(slog.NewTextHandler(&logs, nil))
+		tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: true, InsecureSkipVerify: true, Logger: logger})
+		if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "insecure_skip_verify") {
+			t.Errorf("logs = %q, want a warning about insecure_skip_verify", logs.String())
+		}
+		if _, err := tg.Deliver(context.Background(), events("a")); err != nil {
+			t.Fatalf("Deliver: %v", err)
+		}
+	})
+}
+
+// TestSecretHeaderNeverInErrors has a server echo the secret header in every
+// kind of failed answer.
+func TestSecretHeaderNeverInErrors(t *testing.T) {
+	const secret = "Bearer sk-live-0123456789abcdef"
+	tests := []struct {
+		name   string
+		status int
+		body   func(secret string) string
+	}{
+		{"a 400 echoing the header", 400, func(s string) string { return "bad auth: " + s }},
+		{"a 500 echoing the header", 500, func(s string) string { return s }},
+		{"a 429 echoing the header", 429, func(s string) string { return "<" + s + ">" }},
+		{"a 200 that is invalid JSON echoing the header", 200, func(s string) string { return "{" + s }},
+		{"a 200 naming the header as a failed item", 200, func(s string) string {
+			b, _ := json.Marshal(map[string]any{"batchItemFailures": []any{map[string]string{"itemIdentifier": s}}})
+			return string(b)
+		}},
+		{"a long 500 with the header cut by the read limit", 500, func(s string) string {
+			return strings.Repeat("z", 4096-10) + s + strings.Repeat("z", 100)
+		}},
+	}
+	for _, tt := range tests {
+		for _, batch := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s (batch %v)", tt.name, batch), func(t *testing.T) {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.WriteHeader(tt.status)
+					_, _ = io.WriteString(w, tt.body(r.Header.Get("Authorization")))
+				}))
+				t.Cleanup(srv.Close)
+				tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: batch, Headers: map[string]string{"Authorization": secret}})
+				r, err := tg.Deliver(context.Background(), events("a", "b"))
+				if batch && !strings.Contains(tt.name, "long") && !strings.Contains(fmt.Sprint(err), "[redacted]") {
+					t.Errorf("error %v does not show where the echoed secret was redacted", err)
+				}
+				errs := []error{err}
+				for _, f := range r.Failures {
+					errs = append(errs, f.Err)
+				}
+				for _, e := range errs {
+					for ; e != nil; e = errors.Unwrap(e) {
+						for _, part := range []string{secret, secret[:12], secret[len(secret)-12:]} {
+							if strings.Contains(e.Error(), part) {
+								t.Errorf("batch=%v: error %q contains (part of) the secret", batch, e)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkDeliverBatch(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	defer srv.Close()
+	tg, err := httptarget.New(httptarget.Config{URL: srv.URL, Batch: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = tg.Close(context.Background()) }()
+	payload := []byte(`{"data":"` + strings.Repeat("x", 1024-11) + `"}`)
+	evs := events("0", "1", "2", "3", "4", "5", "6", "7", "8", "9")
+	for _, ev := range evs {
+		ev.Payload = payload
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetBytes(int64(10 * len(payload)))
+	for b.Loop() {
+		if _, err := tg.Deliver(ctx, evs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/old", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/new", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/new", func(http.ResponseWriter, *http.Request) {
+		t.Error("the redirect was followed")
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	tg := newTarget(t, httptarget.Config{URL: srv.URL + "/old", Batch: true})
+	_, err := tg.Deliver(context.Background(), events("a"))
+	if !pipe.IsPermanent(err) || !strings.Contains(err.Error(), "307") {
+		t.Fatalf("error = %v, want a permanent error naming 307", err)
+	}
+}
+
+func TestOneRequestPerEventKeepsAtMostMaxParallelInFlight(t *testing.T) {
+	var inFlight, most atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	t.Cleanup(srv.Close)
+	tg := newTarget(t, httptarget.Config{URL: srv.URL, MaxParallel: 3})
+	ids := make([]string, 30)
+	for i := range ids {
+		ids[i] = fmt.Sprint(i)
+	}
+	r, err := tg.Deliver(context.Background(), events(ids...))
+	if err != nil || len(r.Failures) > 0 {
+		t.Fatalf("Deliver = %v, %v; want success", r, err)
+	}
+	if m := most.Load(); m > 3 {
+		t.Errorf("%d requests were in flight at once, want at most 3", m)
+	}
+}
