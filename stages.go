@@ -1,24 +1,88 @@
 package pipes
 
 import (
+	"errors"
+	"fmt"
+	"strings"
+
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/filter"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/template"
 )
 
-// checkStages compiles a pipe's filter and templates to report problems
-// with their positions.
+// checkStages compiles a pipe's filter and templates and reports what is
+// wrong with the file, line and field, as config does.
 func checkStages(s config.Pipe) config.Errors {
 	var errs config.Errors
-	if s.Filter != nil {
-		errs = append(errs, &config.Error{Pos: s.Pos, Field: "filter", Msg: "filters are not available in this build yet"})
+	if f := s.Filter; f != nil {
+		if len(f.Patterns) > 0 {
+			if _, err := filter.CompilePatterns(f.Patterns); err != nil {
+				pos, field, msg := s.Pos, "filter.patterns", err.Error()
+				var pe *filter.PatternError
+				if errors.As(err, &pe) && pe.Index >= 0 && pe.Index < len(f.PatternsPos) {
+					pos = f.PatternsPos[pe.Index]
+					field = fmt.Sprintf("filter.patterns[%d]", pe.Index)
+					msg = strings.TrimPrefix(msg, fmt.Sprintf("patterns[%d]: ", pe.Index))
+				}
+				errs = append(errs, &config.Error{Pos: pos, Field: field, Msg: msg})
+			}
+		}
+		if f.JQ != "" {
+			if _, err := filter.CompileJQ(f.JQ); err != nil {
+				errs = append(errs, &config.Error{Pos: f.JQPos, Field: "filter.jq", Msg: err.Error()})
+			}
+		}
+		if f.Expr != "" {
+			if _, err := filter.CompileExpr(f.Expr); err != nil {
+				errs = append(errs, &config.Error{Pos: f.ExprPos, Field: "filter.expr", Msg: err.Error()})
+			}
+		}
 	}
-	if s.Target.InputTemplate != "" {
-		errs = append(errs, &config.Error{Pos: s.Target.Pos, Field: "target.input_template", Msg: "input templates are not available in this build yet"})
+	if src := s.Target.InputTemplate; src != "" {
+		if _, err := template.Parse(src); err != nil {
+			errs = append(errs, &config.Error{Pos: s.Target.Pos, Field: "target.input_template", Msg: err.Error()})
+		}
 	}
 	return errs
 }
 
-// buildStages makes a pipe's filter and target transformer.
+// templateVars are the reserved variables of a pipe's templates. Without
+// AWS ARNs, pipes gives its own identifiers, "pipes:<pipe>[:part]".
+func templateVars(s config.Pipe) template.Vars {
+	v := template.Vars{
+		PipeName:  s.Name,
+		PipeARN:   "pipes:" + s.Name,
+		SourceARN: s.Source.QueueARN,
+		TargetARN: "pipes:" + s.Name + ":target",
+	}
+	if v.SourceARN == "" {
+		v.SourceARN = "pipes:" + s.Name + ":source"
+	}
+	if s.Enrichment != nil {
+		v.EnrichmentARN = "pipes:" + s.Name + ":enrichment"
+	}
+	return v
+}
+
+// buildStages makes a pipe's filter and target transformer (nil when the
+// file has none).
 func buildStages(s config.Pipe) (pipe.Filter, pipe.Transformer, error) {
-	return nil, nil, nil
+	var flt pipe.Filter
+	if f := s.Filter; f != nil {
+		var err error
+		flt, err = filter.New(filter.Spec{Patterns: f.Patterns, JQ: f.JQ, Expr: f.Expr})
+		if err != nil {
+			return nil, nil, fmt.Errorf("filter: %w", err)
+		}
+	}
+	var tr pipe.Transformer
+	if src := s.Target.InputTemplate; src != "" {
+		t, err := template.Parse(src)
+		if err != nil {
+			return nil, nil, fmt.Errorf("target.input_template: %w", err)
+		}
+		tr = template.NewTransformer(t, templateVars(s))
+	}
+	return flt, tr, nil
 }

@@ -20,7 +20,7 @@ const benchPattern = `{"body":{
 	"items":{"sku":[{"wildcard":"SKU-*-X"}]}
 }}`
 
-// benchBody returns a JSON order of about 1 KB that matches benchPattern.
+// benchBody returns a JSON order of 1024 bytes that matches benchPattern.
 func benchBody() string {
 	var items []string
 	for i := 0; i < 6; i++ {
@@ -29,7 +29,7 @@ func benchBody() string {
 	body := fmt.Sprintf(`{"type":"order.created","id":"ord-7f3a9c2e-1b4d-4e8a-9c6f-2d5e8b1a3f70","createdAt":"2026-11-30T00:00:00Z",`+
 		`"customer":{"id":"cus-123456","name":"Alice Example","email":"alice@example.com","tier":"gold-plus","address":{"street":"1 Main Street","city":"Seattle","zip":"98101","country":"US"}},`+
 		`"total":1234.5,"currency":"EUR","tags":["priority","gift","express"],"notes":"%s",`+
-		`"items":[%s]}`, strings.Repeat("n", 180), strings.Join(items, ","))
+		`"items":[%s]}`, strings.Repeat("n", 254), strings.Join(items, ","))
 	return body
 }
 

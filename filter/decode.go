@@ -31,6 +31,7 @@ func DecodeBody(body string) (any, bool) {
 // decodeJSON decodes s; with useNumber numbers are json.Number.
 func decodeJSON(s string, useNumber bool) (any, bool) {
 	d := decoder{s: s, useNumber: useNumber}
+	d.keys, d.vals = d.keyBuf[:0], d.valBuf[:0]
 	d.skipSpace()
 	v, ok := d.value()
 	if !ok {
@@ -49,8 +50,10 @@ type decoder struct {
 	depth     int
 	useNumber bool
 	// scratch stacks reused by nested objects and arrays
-	keys []string
-	vals []any
+	keys   []string
+	vals   []any
+	keyBuf [32]string
+	valBuf [32]any
 }
 
 func (d *decoder) skipSpace() {

@@ -38,6 +38,14 @@ func sameAsEncodingJSON(t *testing.T, body string) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("DecodeBody(%q) = %#v; encoding/json gives %#v", body, got, want)
 	}
+	// The number-text decode, converted back, is the same value too.
+	text, ok := decodeJSON(body, true)
+	if !ok {
+		t.Fatalf("decodeJSON(%q, useNumber) rejected valid JSON", body)
+	}
+	if plain, ok := withFloats(text); !ok || !reflect.DeepEqual(plain, want) {
+		t.Fatalf("withFloats(decodeJSON(%q, useNumber)) = %#v, %v; encoding/json gives %#v", body, plain, ok, want)
+	}
 }
 
 func TestDecodeBodyAgreesWithEncodingJSON(t *testing.T) {

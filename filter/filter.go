@@ -74,6 +74,8 @@ func New(spec Spec) (pipe.Filter, error) {
 	return &combined{parts: parts, decode: readsBody && !decodesItself}, nil
 }
 
+var _ pipe.Filter = (*combined)(nil)
+
 // combined passes an event when every part passes it, in order.
 type combined struct {
 	parts  []pipe.Filter

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -217,3 +218,54 @@ func TestNewNamesThePartThatIsWrong(t *testing.T) {
 		})
 	}
 }
+
+func TestNewSharesTheDecodedBodyWithLaterStages(t *testing.T) {
+	f, err := New(Spec{Patterns: []string{`{"body":{"kind":["order"]}}`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := event(`{"kind":"order","n":1.5,"s":"caf\u00e9"}`)
+	if ok, err := f.Match(context.Background(), ev); !ok || err != nil {
+		t.Fatalf("got %v, %v", ok, err)
+	}
+	body, isJSON := ev.Body()
+	m, _ := body.(map[string]any)
+	if !isJSON || m["n"] != 1.5 || m["s"] != "café" {
+		t.Errorf("the event's body: %#v, %v", body, isJSON)
+	}
+}
+
+func TestFiltersAreSafeForConcurrentUse(t *testing.T) {
+	f, err := New(Spec{
+		Patterns: []string{`{"body":{"n":[{"numeric":[">",0]}]}}`, `{"body":{"n":[7]}}`},
+		Expr:     `body.n > 0`,
+		JQ:       `.body.n > 0`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := event(`{"n":7}`) // one event shared by every goroutine
+	done := make(chan error)
+	for range 8 {
+		go func() {
+			for range 50 {
+				ok, err := f.Match(context.Background(), ev)
+				if err == nil && !ok {
+					err = errNoMatch
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+var errNoMatch = errors.New("no match")

@@ -43,6 +43,8 @@ type PatternError struct {
 	Msg string
 }
 
+// Error says which pattern is wrong, where and why:
+// `patterns[1]: detail.price: numeric: operator "=>" is not one of =, <, <=, >, >=`.
 func (e *PatternError) Error() string {
 	var b strings.Builder
 	if e.Index >= 0 {

@@ -328,3 +328,22 @@ func TestCompilePatternsRejectsMoreThanFivePatterns(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestMatchValueComparesJSONNumbersByText(t *testing.T) {
+	p, err := CompilePattern(`{"n":[300]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		event string
+		want  bool
+	}{{`{"n":300}`, true}, {`{"n":300.0}`, false}, {`{"n":3.0e2}`, false}} {
+		v, ok := decodeJSON(c.event, true)
+		if !ok {
+			t.Fatalf("bad test event %s", c.event)
+		}
+		if got := p.MatchValue(v); got != c.want {
+			t.Errorf("SPEC §4.1 exact numbers compare by text with json.Number values: %s: got %v, want %v", c.event, got, c.want)
+		}
+	}
+}

@@ -266,7 +266,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 	bg.Go(func() { del.run(work) })
 	bg.Go(func() { p.heartbeat(hb) })
 	var batches conc.WaitGroup
-	p.schedule(poll, &batches, del)
+	p.schedule(poll, work, &batches, del)
 
 	// Polling has stopped: hand on what was received, let batches finish.
 	p.mu.Lock()
@@ -354,14 +354,14 @@ func (p *Pipe) adviseOnQueue(info SourceInfo) {
 }
 
 // schedule runs the polling loop until poll is done or, with Drain, until
-// the source is empty.
-func (p *Pipe) schedule(poll context.Context, batches *conc.WaitGroup, del *deleter) {
+// the source is empty. Batches run under work, which outlives poll.
+func (p *Pipe) schedule(poll, work context.Context, batches *conc.WaitGroup, del *deleter) {
 	var receives conc.WaitGroup
 	defer receives.Wait()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		p.dispatch(poll, batches, del)
+		p.dispatch(work, batches, del)
 		var budgetWait <-chan struct{}
 		var errWait <-chan time.Time
 		p.mu.Lock()

@@ -325,9 +325,15 @@ func attrField(a pipe.MessageAttribute, name string) (any, bool) {
 			return nil, false
 		}
 		return base64.StdEncoding.EncodeToString(a.BinaryValue), true
-	case "stringListValues":
+	case "stringListValues": // absent lists are [] in the record
+		if a.StringListValues == nil {
+			return []string{}, true
+		}
 		return a.StringListValues, true
 	case "binaryListValues":
+		if a.BinaryListValues == nil {
+			return [][]byte{}, true
+		}
 		return a.BinaryListValues, true
 	case "dataType":
 		return a.DataType, true

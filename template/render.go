@@ -105,8 +105,14 @@ func (r *renderer) resolve() {
 	if len(ev.Payload) == 0 {
 		return
 	}
+	if !json.Valid(ev.Payload) {
+		r.root, r.rootOK = string(ev.Payload), true
+		return
+	}
 	var v any
-	if err := json.Unmarshal(ev.Payload, &v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(ev.Payload))
+	dec.UseNumber() // keep big integers exact
+	if err := dec.Decode(&v); err != nil {
 		r.root, r.rootOK = string(ev.Payload), true
 		return
 	}
@@ -227,6 +233,8 @@ func appendJSON(dst []byte, v any) []byte {
 		return strconv.AppendBool(dst, x)
 	case float64:
 		return appendFloat(dst, x)
+	case json.Number:
+		return append(dst, x...)
 	case string:
 		dst = append(dst, '"')
 		dst = appendEscaped(dst, x)

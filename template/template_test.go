@@ -300,7 +300,7 @@ func TestRenderMessageAttributesAsInTheRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := MustParse(`{"c": <$.messageAttributes.color.stringValue>, "b": <$.messageAttributes.bin.binaryValue>, "t": <$.messageAttributes.*.dataType>, "a": <$.messageAttributes.color>}`)
+	tp := MustParse(`{"c": <$.messageAttributes.color.stringValue>, "b": <$.messageAttributes.bin.binaryValue>, "t": <$.messageAttributes.*.dataType>, "a": <$.messageAttributes.color>, "l": <$.messageAttributes.color.stringListValues>, "bl": "<$.messageAttributes.bin.binaryListValues>"}`)
 	got, err := tp.Render(ev, Vars{})
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +309,7 @@ func TestRenderMessageAttributesAsInTheRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"c": "blue", "b": "AQID", "t": ["Binary","String"], "a": ` + string(attr) + `}`
+	want := `{"c": "blue", "b": "AQID", "t": ["Binary","String"], "a": ` + string(attr) + `, "l": [], "bl": "[]"}`
 	if string(got) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
@@ -324,8 +324,8 @@ func TestRenderAfterAnEnrichmentUsesItsPayload(t *testing.T) {
 	}{
 		{
 			name:    "paths are evaluated against a JSON payload the enrichment returned [pipes-it intro: for targets, the payload is what the enrichment returned]",
-			payload: `{"order": {"id": 7}, "ok": true}`, template: `{"id": <$.order.id>, "ok": <$.ok>, "body": <$.body>}`,
-			want: `{"id": 7, "ok": true, "body": null}`,
+			payload: `{"order": {"id": 12345678901234567890}, "ok": true}`, template: `{"id": <$.order.id>, "ok": <$.ok>, "body": <$.body>, "t": "<$.order>"}`,
+			want: `{"id": 12345678901234567890, "ok": true, "body": null, "t": "{\"id\":12345678901234567890}"}`,
 		},
 		{
 			name:    "aws.pipes.event is the payload without metadata [pipes-it Reserved variables]",

@@ -401,8 +401,9 @@ func Count(t testing.TB, c *sqs.Client, url string) (visible, inflight int) {
 	return visible, inflight
 }
 
-// DrainBodies receives the visible messages of the queue with short polls
-// until a receive comes back empty, deleting each, and returns their bodies
+// DrainBodies receives the visible messages of the queue until a receive
+// comes back empty (each receive waits the queue's own ReceiveWait: the
+// SDK cannot send a zero wait), deleting each, and returns their bodies
 // in the order received. In-flight messages are not waited for.
 func DrainBodies(t testing.TB, c *sqs.Client, url string) []string {
 	t.Helper()

@@ -79,7 +79,7 @@ func (s *Source) queueFrom(url string, attrs map[string]string) (*queue, error) 
 	q.info = pipe.SourceInfo{
 		ARN:               q.arn,
 		FIFO:              attrs[string(types.QueueAttributeNameFifoQueue)] == "true",
-		VisibilityTimeout: s.cfg.VisibilityTimeout,
+		VisibilityTimeout: time.Duration(ceilSeconds(s.cfg.VisibilityTimeout)) * time.Second,
 	}
 	if q.info.VisibilityTimeout == 0 {
 		v := attrs[string(types.QueueAttributeNameVisibilityTimeout)]

@@ -40,6 +40,7 @@ type EntryError struct {
 	SenderFault bool
 }
 
+// Error says the code, the message and whether it was the sender's fault.
 func (e *EntryError) Error() string {
 	if e.SenderFault {
 		return e.Code + " (sender fault): " + e.Message

@@ -22,10 +22,12 @@ import (
 // DeleteMessageBatch / ChangeMessageVisibilityBatch call from the receipt
 // handles it carries (keyed by entry id) and the call's number (from 1).
 type fakeSQS struct {
-	answer func(call int, handles map[string]string) (failed []types.BatchResultErrorEntry, err error)
+	receiveErr error // what ReceiveMessage fails with
+	answer     func(call int, handles map[string]string) (failed []types.BatchResultErrorEntry, err error)
 
-	mu    sync.Mutex
-	calls [][]string // the receipt handles of each call
+	mu         sync.Mutex
+	calls      [][]string // the receipt handles of each call
+	visibility []int32    // the visibility timeouts of the entries sent
 }
 
 func (f *fakeSQS) batch(handles map[string]string) ([]types.BatchResultErrorEntry, []string, error) {
@@ -71,7 +73,7 @@ func (f *fakeSQS) GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInp
 }
 
 func (f *fakeSQS) ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	return nil, errors.New("fakeSQS: ReceiveMessage not expected")
+	return nil, f.receiveErr
 }
 
 func (f *fakeSQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
@@ -94,6 +96,9 @@ func (f *fakeSQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Chan
 	handles := map[string]string{}
 	for _, e := range in.Entries {
 		handles[aws.ToString(e.Id)] = aws.ToString(e.ReceiptHandle)
+		f.mu.Lock()
+		f.visibility = append(f.visibility, e.VisibilityTimeout)
+		f.mu.Unlock()
 	}
 	failed, ok, err := f.batch(handles)
 	if err != nil {
@@ -275,6 +280,55 @@ func TestSettleGivesUpWhenTheContextIsCancelled(t *testing.T) {
 	}
 	if len(f.calls) != 1 {
 		t.Errorf("%d calls after cancellation, want 1", len(f.calls))
+	}
+}
+
+func TestChangeVisibilityClampsToWholeSecondsWithinTwelveHours(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		d    time.Duration
+		want int32
+	}{
+		{"zero releases", 0, 0},
+		{"a negative duration releases", -time.Second, 0},
+		{"a fraction of a second rounds up", 1500 * time.Millisecond, 2},
+		{"more than twelve hours is cut to twelve", 13 * time.Hour, 43200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakeSQS{answer: func(int, map[string]string) ([]types.BatchResultErrorEntry, error) { return nil, nil }}
+			src := openFake(t, f)
+			if err := src.ChangeVisibility(t.Context(), fakeMessages(1), tt.d); err != nil {
+				t.Fatalf("ChangeVisibility: %v", err)
+			}
+			if len(f.visibility) != 1 || f.visibility[0] != tt.want {
+				t.Errorf("sent visibility timeouts %v, want [%d]", f.visibility, tt.want)
+			}
+		})
+	}
+}
+
+func TestReceiveMarksThrottlingAndMissingQueues(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                 string
+		err                  error
+		throttled, permanent bool
+	}{
+		{"a throttled receive is marked Throttled", &types.RequestThrottled{Message: aws.String("slow down")}, true, false},
+		{"a receive from a deleted queue is Permanent", &types.QueueDoesNotExist{Message: aws.String("gone")}, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			src := openFake(t, &fakeSQS{receiveErr: tt.err})
+			msgs, err := src.Receive(t.Context(), 10)
+			if msgs != nil || !errors.Is(err, tt.err) || pipe.IsThrottled(err) != tt.throttled || pipe.IsPermanent(err) != tt.permanent {
+				t.Errorf("Receive = %v, %v; want the error marked throttled %v, permanent %v", msgs, err, tt.throttled, tt.permanent)
+			}
+		})
 	}
 }
 

@@ -119,6 +119,9 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 	if region == "" && awsCfg.Region == "" && cfg.QueueURL != "" {
 		region = regionFromURL(cfg.QueueURL)
 	}
+	if region == "" && awsCfg.Region == "" {
+		return nil, fmt.Errorf("configuring SQS source %s: no AWS region: set the source's region, AWS_REGION or a profile's region", cfg.queueName())
+	}
 	client := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
 		if region != "" {
 			o.Region = region

@@ -355,6 +355,9 @@ func TestUsingTheSourceBeforeOpenIsAnError(t *testing.T) {
 
 func TestNewRejectsBadConfigs(t *testing.T) {
 	t.Parallel()
+	if _, err := New(t.Context(), Config{QueueName: "q", AWSConfig: &aws.Config{}}); err == nil || !strings.Contains(err.Error(), "no AWS region") {
+		t.Errorf("New without a region = %v, want an error saying so", err)
+	}
 	tests := []struct {
 		name string
 		cfg  Config

@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pipesproject/pipes/internal/sqstest"
+)
+
+// The test binary doubles as the pipes binary: with PIPES_TEST_MAIN=1 it
+// runs the CLI, so tests can start, SIGTERM and SIGKILL real processes.
+func TestMain(m *testing.M) {
+	if os.Getenv("PIPES_TEST_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestQuickstartShowsTheWholeLifecycle(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "run", "--drain", "--metrics-addr", "", "-f", "../../examples/quickstart/pipeline.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 11 {
+		t.Errorf("stdout has %d records, want the 11 good orders:\n%s", len(lines), stdout)
+	}
+	for _, l := range lines {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec["eventSource"] != "aws:sqs" {
+			t.Errorf("stdout line is not a Pipes SQS record: %s", l)
+		}
+	}
+	for _, want := range []string{"queue orders: 0 left", "2 dead-lettered", "queue orders-dlq: 2 left", `"order_id":"o-004"`, `"order_id":"o-009"`, "after 3 receives"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestValidateReportsEveryProblemWithFileLineAndField(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(file, []byte("name: orders\nsource:\n  type: sqs\n  queue_name: orders\n  batch_size: 50\n  colour: red\n"), 0o644)
+	code, _, stderr := runCLI(t, "validate", "-f", file)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	for _, want := range []string{
+		file + ":1:1: target is required",
+		file + ":5:15: source.batch_size: batch_size > 10 needs batch_window of at least 1s",
+		file + ":6:3: source.colour: unknown key",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestValidateAcceptsTheExamples(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "validate", "-f", "../../examples/quickstart")
+	if code != 0 || !strings.Contains(stdout, "ok: 1 pipe") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	for _, args := range [][]string{{"run"}, {"nope"}, {"run", "--bogus"}, {"run", "-f", "/does/not/exist.yaml"}} {
+		if code, _, _ := runCLI(t, args...); code != 2 {
+			t.Errorf("pipes %v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// countingTarget is a real HTTP target that accepts every batch after an
+// optional delay and counts acceptances per body.
+type countingTarget struct {
+	*httptest.Server
+	mu       sync.Mutex
+	ok       map[string]int
+	started  int
+	delay    time.Duration
+	finished int
+}
+
+func newCountingTarget(t *testing.T, delay time.Duration) *countingTarget {
+	c := &countingTarget{ok: map[string]int{}, delay: delay}
+	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var batch []struct {
+			Body string `json:"body"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&batch); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		c.mu.Lock()
+		c.started++
+		c.mu.Unlock()
+		select {
+		case <-time.After(c.delay):
+		case <-r.Context().Done():
+			return // the runner gave up on this call: nothing was accepted
+		}
+		c.mu.Lock()
+		for _, rec := range batch {
+			c.ok[rec.Body]++
+		}
+		c.finished++
+		c.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(c.Close)
+	return c
+}
+
+func (c *countingTarget) snapshot() (ok map[string]int, started int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ok = make(map[string]int, len(c.ok))
+	for k, v := range c.ok {
+		ok[k] = v
+	}
+	return ok, c.started
+}
+
+type proc struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{} // closed when the process has exited
+	err    error         // its exit error, once done is closed
+}
+
+// wait waits for the process to exit and returns its exit error.
+func (p *proc) wait() error {
+	<-p.done
+	return p.err
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writer goroutine
+// and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startRunner(t *testing.T, file string, extra ...string) *proc {
+	t.Helper()
+	args := append([]string{"run", "--metrics-addr", "", "-f", file}, extra...)
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "PIPES_TEST_MAIN=1",
+		"AWS_ACCESS_KEY_ID=AKIDPIPESTEST", "AWS_SECRET_ACCESS_KEY=pipes-test-secret", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, stderr: stderr, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	// Signals are handled once the pipes have started.
+	waitUntil(t, 30*time.Second, "the runner to start", func() bool {
+		return strings.Contains(stderr.String(), "pipe started")
+	})
+	return p
+}
+
+func sqsPipeFile(t *testing.T, queueURL, endpoint, targetURL string) string {
+	file := filepath.Join(t.TempDir(), "pipe.yaml")
+	content := fmt.Sprintf(`
+name: orders
+source:
+  type: sqs
+  queue_url: %s
+  endpoint: %s
+  region: us-east-1
+  wait_time: 1s
+target:
+  type: http
+  url: %s
+  timeout: 20s
+`, queueURL, endpoint, targetURL)
+	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestKillingTheRunnerAtRandomMomentsLosesNothing(t *testing.T) {
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	queueURL, dlqURL := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 2 * time.Second, MaxReceiveCount: 20})
+	var bodies []string
+	for i := range 2000 {
+		bodies = append(bodies, fmt.Sprintf(`{"n":%d}`, i))
+	}
+	sqstest.SendBodies(t, client, queueURL, bodies...)
+	target := newCountingTarget(t, 50*time.Millisecond)
+	file := sqsPipeFile(t, queueURL, endpoint, target.URL)
+
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (kill moments)", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for kill := range 3 {
+		p := startRunner(t, file)
+		_, before := target.snapshot()
+		waitUntil(t, 30*time.Second, "the runner to deliver", func() bool {
+			_, n := target.snapshot()
+			return n > before
+		})
+		time.Sleep(time.Duration(rng.IntN(700)) * time.Millisecond)
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = p.wait()
+		ok, _ := target.snapshot()
+		t.Logf("kill %d: %d of %d bodies accepted so far", kill+1, len(ok), len(bodies))
+	}
+	p := startRunner(t, file)
+	waitUntil(t, 90*time.Second, "every message accepted and the queue empty", func() bool {
+		ok, _ := target.snapshot()
+		if len(ok) < len(bodies) {
+			return false
+		}
+		visible, inflight := sqstest.Count(t, client, queueURL)
+		return visible+inflight == 0
+	})
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(); err != nil {
+		t.Fatalf("runner exit after SIGTERM: %v\n%s", err, p.stderr)
+	}
+	ok, _ := target.snapshot()
+	dupes := 0
+	for _, b := range bodies {
+		if ok[b] == 0 {
+			t.Errorf("%s was lost", b)
+		}
+		dupes += ok[b] - 1
+	}
+	if dead := sqstest.DrainBodies(t, client, dlqURL); len(dead) != 0 {
+		t.Errorf("%d messages dead-lettered by the kills, want none", len(dead))
+	}
+	t.Logf("%d duplicates after 3 kills (messages in flight at a kill)", dupes)
+}
+
+func TestSIGTERMFinishesOrReleasesInFlightMessagesAndExitsZero(t *testing.T) {
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	// A long visibility timeout: released messages must be visible again at
+	// once, not after it.
+	queueURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 60 * time.Second})
+	var bodies []string
+	for i := range 200 {
+		bodies = append(bodies, fmt.Sprintf(`{"n":%d}`, i))
+	}
+	sqstest.SendBodies(t, client, queueURL, bodies...)
+	target := newCountingTarget(t, 10*time.Second) // slower than the shutdown timeout
+	file := sqsPipeFile(t, queueURL, endpoint, target.URL)
+
+	p := startRunner(t, file, "--shutdown-timeout", "1s")
+	waitUntil(t, 30*time.Second, "batches in flight", func() bool {
+		_, started := target.snapshot()
+		return started >= 5
+	})
+	stopAt := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+		if err := p.err; err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.stderr)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("runner still running 15 s after SIGTERM\n%s", p.stderr)
+	}
+	took := time.Since(stopAt)
+	visible, inflight := sqstest.Count(t, client, queueURL)
+	ok, _ := target.snapshot()
+	if inflight != 0 {
+		t.Errorf("%d messages still invisible after shutdown, want every unfinished one released", inflight)
+	}
+	if visible+len(ok) != len(bodies) {
+		t.Errorf("%d visible + %d accepted != %d sent", visible, len(ok), len(bodies))
+	}
+	if !strings.Contains(p.stderr.String(), "shutdown timeout reached") {
+		t.Errorf("no shutdown timeout log:\n%s", p.stderr)
+	}
+	t.Logf("stopped %v after SIGTERM with --shutdown-timeout 1s (long poll wait 1s)", took)
+}

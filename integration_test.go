@@ -1,0 +1,186 @@
+package pipes_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/pipesproject/pipes"
+	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/sqstest"
+	"github.com/pipesproject/pipes/pipe"
+)
+
+// fakeAWSEnv gives the AWS config chain static test credentials, as a user
+// of an SQS-compatible server would.
+func fakeAWSEnv(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+}
+
+// record is the part of a Pipes SQS record the tests read.
+type record struct {
+	MessageID  string            `json:"messageId"`
+	Body       string            `json:"body"`
+	Attributes map[string]string `json:"attributes"`
+}
+
+// batchServer is a real HTTP target: it takes batches of records and
+// answers batchItemFailures for the records whose body says "fail".
+type batchServer struct {
+	*httptest.Server
+	mu        sync.Mutex
+	delivered map[string]int // body → times delivered
+	ok        map[string]int // body → times accepted
+	delay     time.Duration
+}
+
+func newBatchServer(t *testing.T) *batchServer {
+	s := &batchServer{delivered: map[string]int{}, ok: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var batch []record
+		if err := json.NewDecoder(r.Body).Decode(&batch); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if s.delay > 0 {
+			time.Sleep(s.delay)
+		}
+		var failures []map[string]string
+		s.mu.Lock()
+		for _, rec := range batch {
+			s.delivered[rec.Body]++
+			if strings.Contains(rec.Body, "fail") {
+				failures = append(failures, map[string]string{"itemIdentifier": rec.MessageID})
+				continue
+			}
+			s.ok[rec.Body]++
+		}
+		s.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(map[string]any{"batchItemFailures": failures})
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *batchServer) counts() (delivered, ok map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delivered, ok = map[string]int{}, map[string]int{}
+	for k, v := range s.delivered {
+		delivered[k] = v
+	}
+	for k, v := range s.ok {
+		ok[k] = v
+	}
+	return delivered, ok
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestSQSPipeDeletesSuccessesOnceAndDeadLettersFailuresAfterMaxReceiveCount(t *testing.T) {
+	fakeAWSEnv(t)
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	queueURL, dlqURL := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 2 * time.Second, MaxReceiveCount: 3})
+	var bodies []string
+	for i := range 120 {
+		if i%20 == 7 {
+			bodies = append(bodies, fmt.Sprintf(`{"n":%d,"action":"fail"}`, i))
+		} else {
+			bodies = append(bodies, fmt.Sprintf(`{"n":%d}`, i))
+		}
+	}
+	sqstest.SendBodies(t, client, queueURL, bodies...)
+	target := newBatchServer(t)
+
+	file := writeFile(t, "pipe.yaml", fmt.Sprintf(`
+name: orders
+source:
+  type: sqs
+  queue_url: %s
+  endpoint: %s
+  region: us-east-1
+  wait_time: 1s
+target:
+  type: http
+  url: %s
+  timeout: 5s
+`, queueURL, endpoint, target.URL))
+	specs, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := pipe.NewMetrics(nil)
+	built, err := pipes.NewRegistry().Build(context.Background(), specs, pipes.Env{Metrics: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pipe.NewRunner(built...).Run(ctx) }()
+
+	var dead []string
+	waitFor(t, 60*time.Second, "6 messages in the dead-letter queue and the source queue empty", func() bool {
+		dead = append(dead, sqstest.DrainBodies(t, client, dlqURL)...)
+		visible, inflight := sqstest.Count(t, client, queueURL)
+		return len(dead) >= 6 && visible+inflight == 0
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	delivered, ok := target.counts()
+	for _, b := range bodies {
+		failing := strings.Contains(b, "fail")
+		switch {
+		case failing && delivered[b] != 3:
+			t.Errorf("%s delivered %d times, want 3 (maxReceiveCount) before the dead-letter queue", b, delivered[b])
+		case !failing && ok[b] != 1:
+			t.Errorf("%s accepted %d times, want exactly once", b, ok[b])
+		}
+	}
+	if len(dead) != 6 {
+		t.Errorf("dead-letter queue got %d messages (%v), want the 6 failing ones", len(dead), dead)
+	}
+	for _, b := range dead {
+		if !strings.Contains(b, "fail") {
+			t.Errorf("%s was dead-lettered but never failed", b)
+		}
+	}
+	if n := testutil.ToFloat64(metrics.APICalls.WithLabelValues("orders", "DeleteMessageBatch")); n == 0 || n > 40 {
+		t.Errorf("DeleteMessageBatch calls = %v for 114 deletes, want batched calls", n)
+	}
+}
