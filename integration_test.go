@@ -116,9 +116,14 @@ func TestSQSPipeDeletesSuccessesOnceAndDeadLettersFailuresAfterMaxReceiveCount(t
 	queueURL, dlqURL := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 2 * time.Second, MaxReceiveCount: 3})
 	var bodies []string
 	for i := range 120 {
-		if i%20 == 7 {
+		switch {
+		case i%20 == 7:
 			bodies = append(bodies, fmt.Sprintf(`{"n":%d,"action":"fail"}`, i))
-		} else {
+		case i%12 == 5:
+			bodies = append(bodies, fmt.Sprintf(`{"n":%d,"skip":true}`, i))
+		case i == 3:
+			bodies = append(bodies, "plain text, not JSON")
+		default:
 			bodies = append(bodies, fmt.Sprintf(`{"n":%d}`, i))
 		}
 	}
@@ -133,6 +138,10 @@ source:
   endpoint: %s
   region: us-east-1
   wait_time: 1s
+filter:
+  patterns:
+    - {"body": {"skip": [{"exists": false}]}}
+    - {"body": ["plain text, not JSON"]}
 target:
   type: http
   url: %s
@@ -163,9 +172,15 @@ target:
 	}
 
 	delivered, ok := target.counts()
+	skipped := 0
 	for _, b := range bodies {
 		failing := strings.Contains(b, "fail")
 		switch {
+		case strings.Contains(b, "skip"):
+			skipped++
+			if delivered[b] != 0 {
+				t.Errorf("%s was filtered out but delivered %d times", b, delivered[b])
+			}
 		case failing && delivered[b] != 3:
 			t.Errorf("%s delivered %d times, want 3 (maxReceiveCount) before the dead-letter queue", b, delivered[b])
 		case !failing && ok[b] != 1:
@@ -179,6 +194,9 @@ target:
 		if !strings.Contains(b, "fail") {
 			t.Errorf("%s was dead-lettered but never failed", b)
 		}
+	}
+	if n := testutil.ToFloat64(metrics.Filtered.WithLabelValues("orders")); int(n) != skipped {
+		t.Errorf("filtered counter = %v, want %d (deleted, never delivered)", n, skipped)
 	}
 	if n := testutil.ToFloat64(metrics.APICalls.WithLabelValues("orders", "DeleteMessageBatch")); n == 0 || n > 40 {
 		t.Errorf("DeleteMessageBatch calls = %v for 114 deletes, want batched calls", n)

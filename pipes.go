@@ -217,7 +217,7 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
-	flt, tr, err := buildStages(s)
+	flt, tr, err := Stages(s)
 	if err != nil {
 		return nil, err
 	}

@@ -65,9 +65,9 @@ func templateVars(s config.Pipe) template.Vars {
 	return v
 }
 
-// buildStages makes a pipe's filter and target transformer (nil when the
-// file has none).
-func buildStages(s config.Pipe) (pipe.Filter, pipe.Transformer, error) {
+// Stages makes a pipe's filter and target transformer (nil when the file
+// has none), as `pipes run` uses them; `pipes test` runs them offline.
+func Stages(s config.Pipe) (pipe.Filter, pipe.Transformer, error) {
 	var flt pipe.Filter
 	if f := s.Filter; f != nil {
 		var err error

@@ -338,3 +338,66 @@ func TestSIGTERMFinishesOrReleasesInFlightMessagesAndExitsZero(t *testing.T) {
 	}
 	t.Logf("stopped %v after SIGTERM with --shutdown-timeout 1s (long poll wait 1s)", took)
 }
+
+func TestPipesTestRunsFilterAndTemplateOfflineOneLinePerEvent(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "test", "-f", "../../examples/filter-template/pipeline.yaml",
+		"--input", "../../examples/filter-template/events.jsonl")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("output line %q is not JSON: %v", l, err)
+		}
+		got = append(got, m)
+	}
+	wantPassed := []bool{true, false, false, true, false}
+	if len(got) != len(wantPassed) {
+		t.Fatalf("%d output lines, want %d:\n%s", len(got), len(wantPassed), stdout)
+	}
+	for i, m := range got {
+		if m["index"] != float64(i) || m["passed"] != wantPassed[i] {
+			t.Errorf("line %d = %v, want index %d passed %v", i, m, i, wantPassed[i])
+		}
+	}
+	in, _ := got[0]["target_input"].(map[string]any)
+	if in["order"] != "o-1" || in["total"] != float64(250) || in["pipe"] != "big-orders" {
+		t.Errorf("target_input = %v, want the rendered template", got[0]["target_input"])
+	}
+}
+
+func TestPipesTestTakesWholeRecordsFromStandardInput(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	os.WriteFile(file, []byte(`name: p
+source: {type: sqs, queue_name: q}
+filter:
+  patterns: ['{"attributes": {"ApproximateReceiveCount": ["3"]}}']
+target: {type: stdout, input_template: "retry of <$.messageId>: <$.body>"}
+`), 0o644)
+	records := `{"messageId":"m-1","receiptHandle":"h","body":"hello","attributes":{"ApproximateReceiveCount":"3"},"messageAttributes":{},"md5OfBody":"","eventSource":"aws:sqs","eventSourceARN":"arn:aws:sqs:us-east-1:1:q","awsRegion":"us-east-1"}
+{"messageId":"m-2","body":"first","attributes":{"ApproximateReceiveCount":"1"}}
+`
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"test", "-f", file, "--records", "--input", "-"}, strings.NewReader(records), &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	want := `{"index":0,"passed":true,"target_input":"retry of m-1: hello"}
+{"index":1,"passed":false,"target_input":null}
+`
+	if out.String() != want {
+		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+func TestPipesTestReportsLinesThatAreNotRecords(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	os.WriteFile(file, []byte("name: p\nsource: {type: sqs, queue_name: q}\ntarget: {type: stdout}\n"), 0o644)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"test", "-f", file, "--records", "--input", "-"}, strings.NewReader("[1,2]\n"), &out, &errb)
+	if code != 1 || !strings.Contains(out.String(), `"error":"-:1: not a Pipes SQS record`) {
+		t.Fatalf("exit %d, output %s", code, out.String())
+	}
+}

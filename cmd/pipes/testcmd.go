@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipesproject/pipes"
+	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/pipe"
+)
+
+type testFlags struct {
+	files   []string
+	input   string
+	records bool
+	enrich  bool
+	pipe    string
+}
+
+func newTestCmd(stdin io.Reader, stdout io.Writer) *cobra.Command {
+	var f testFlags
+	cmd := &cobra.Command{
+		Use:   "test -f FILE --input EVENTS.jsonl",
+		Short: "Run events through a pipe's filter and templates offline, one JSON line out per event",
+		Long: `Reads events, one per line, from --input (a file, or - for standard input).
+Each line is a message body (any JSON value, or raw text), wrapped in an SQS
+record as the source would make it; with --records each line is a whole Pipes
+SQS record instead, used as it is. For each event one JSON line is written:
+{"index":N,"passed":true|false,"target_input":...,"error":"..."}
+where index counts events from 0 and target_input is what the target would
+get (the parsed JSON when the rendered payload is JSON, else the text).
+No queue or target is contacted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return testPipe(cmd.Context(), f, stdin, stdout)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder")
+	fl.StringVar(&f.input, "input", "", "events file, JSON Lines (- for standard input)")
+	fl.BoolVar(&f.records, "records", false, "each input line is a whole Pipes SQS record")
+	fl.BoolVar(&f.enrich, "enrich", false, "call the pipe's enrichment too (it is contacted for real)")
+	fl.StringVar(&f.pipe, "pipe", "", "the pipe to test when the files hold several")
+	return cmd
+}
+
+// testResult is one output line of `pipes test`.
+type testResult struct {
+	Index       int             `json:"index"`
+	Passed      bool            `json:"passed"`
+	TargetInput json.RawMessage `json:"target_input"`
+	Error       string          `json:"error,omitempty"`
+}
+
+func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout io.Writer) error {
+	if f.input == "" {
+		return usageErr(errors.New("--input is required (a JSON Lines file, or - for standard input)"))
+	}
+	specs, err := loadSpecs(pipes.NewRegistry(), f.files)
+	if err != nil {
+		return err
+	}
+	spec, err := pickPipe(specs, f.pipe)
+	if err != nil {
+		return usageErr(err)
+	}
+	if f.enrich && spec.Enrichment != nil {
+		return usageErr(errors.New("--enrich: enrichments are not available in this build yet"))
+	}
+	flt, tr, err := pipes.Stages(spec)
+	if err != nil {
+		return usageErr(err)
+	}
+	in := stdin
+	if f.input != "-" {
+		file, err := os.Open(f.input)
+		if err != nil {
+			return usageErr(fmt.Errorf("reading events: %w", err))
+		}
+		defer file.Close()
+		in = file
+	}
+	out := json.NewEncoder(stdout)
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 64*1024), 2<<20)
+	index, bad := 0, 0
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		res := testResult{Index: index}
+		msg, err := testMessage(spec, text, f.records, index)
+		index++
+		if err != nil {
+			res.Error = fmt.Sprintf("%s:%d: %v", f.input, line, err)
+			bad++
+		} else {
+			res.Passed, res.TargetInput, err = evaluate(ctx, msg, flt, tr)
+			if err != nil {
+				res.Error = err.Error()
+			}
+		}
+		if err := out.Encode(res); err != nil {
+			return runtimeErr(fmt.Errorf("writing results: %w", err))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return runtimeErr(fmt.Errorf("reading events from %s: %w", f.input, err))
+	}
+	if bad > 0 {
+		return runtimeErr(fmt.Errorf("%d event line(s) could not be read as events", bad))
+	}
+	return nil
+}
+
+func pickPipe(specs []config.Pipe, name string) (config.Pipe, error) {
+	if name == "" {
+		if len(specs) == 1 {
+			return specs[0], nil
+		}
+		names := make([]string, len(specs))
+		for i, s := range specs {
+			names[i] = s.Name
+		}
+		return config.Pipe{}, fmt.Errorf("the files hold %d pipes (%s): choose one with --pipe", len(specs), strings.Join(names, ", "))
+	}
+	for _, s := range specs {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return config.Pipe{}, fmt.Errorf("no pipe named %q in the files", name)
+}
+
+// testMessage makes the record of one input line.
+func testMessage(spec config.Pipe, text string, records bool, n int) (*pipe.Message, error) {
+	if records {
+		var m pipe.Message
+		if err := json.Unmarshal([]byte(text), &m); err != nil {
+			return nil, fmt.Errorf("not a Pipes SQS record: %w", err)
+		}
+		if m.MessageID == "" {
+			return nil, errors.New("not a Pipes SQS record: messageId is missing")
+		}
+		return &m, nil
+	}
+	region := spec.Source.Region
+	if region == "" {
+		region = "us-east-1"
+	}
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	sum := md5.Sum([]byte(text))
+	return &pipe.Message{
+		MessageID:     fmt.Sprintf("00000000-0000-4000-8000-%012d", n),
+		ReceiptHandle: fmt.Sprintf("pipes-test-receipt-%d", n),
+		Body:          text,
+		Attributes: map[string]string{
+			"ApproximateReceiveCount":          "1",
+			"SentTimestamp":                    now,
+			"SenderId":                         "pipes-test",
+			"ApproximateFirstReceiveTimestamp": now,
+		},
+		MessageAttributes: map[string]pipe.MessageAttribute{},
+		MD5OfBody:         hex.EncodeToString(sum[:]),
+		EventSource:       "aws:sqs",
+		EventSourceARN:    sourceARN(spec, region),
+		AWSRegion:         region,
+	}, nil
+}
+
+// sourceARN is the queue ARN a record of the pipe's source would carry.
+func sourceARN(spec config.Pipe, region string) string {
+	src := spec.Source
+	switch {
+	case src.QueueARN != "":
+		return src.QueueARN
+	case src.Type == "memory":
+		name := src.QueueName
+		if name == "" {
+			name = spec.Name
+		}
+		return "arn:pipes:memory:local:000000000000:" + name
+	case src.QueueURL != "":
+		parts := strings.Split(strings.TrimRight(src.QueueURL, "/"), "/")
+		if len(parts) >= 2 {
+			return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", region, parts[len(parts)-2], parts[len(parts)-1])
+		}
+	case src.QueueName != "":
+		return fmt.Sprintf("arn:aws:sqs:%s:000000000000:%s", region, src.QueueName)
+	}
+	return "pipes:" + spec.Name + ":source"
+}
+
+// evaluate runs one message through the filter and the template.
+func evaluate(ctx context.Context, m *pipe.Message, flt pipe.Filter, tr pipe.Transformer) (bool, json.RawMessage, error) {
+	ev, err := pipe.NewEvent(m)
+	if err != nil {
+		return false, nil, err
+	}
+	if flt != nil {
+		ok, err := flt.Match(ctx, ev)
+		if err != nil {
+			return false, nil, fmt.Errorf("filter: %w", err)
+		}
+		if !ok {
+			return false, nil, nil
+		}
+	}
+	payload := ev.Payload
+	if tr != nil {
+		payload, err = tr.Transform(ctx, ev)
+		if err != nil {
+			return false, nil, fmt.Errorf("input template: %w", err)
+		}
+	}
+	if json.Valid(payload) {
+		return true, json.RawMessage(payload), nil
+	}
+	quoted, err := json.Marshal(string(payload))
+	if err != nil {
+		return false, nil, err
+	}
+	return true, quoted, nil
+}
