@@ -227,7 +227,6 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 		Filter:               flt,
 		Transformer:          tr,
 		Target:               tgt,
-		TargetTimeout:        s.Target.Timeout,
 		BatchSize:            s.Source.BatchSize,
 		BatchWindow:          s.Source.BatchWindow,
 		MaxConcurrency:       s.Source.MaxConcurrency,
@@ -240,6 +239,9 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 		Logger:               env.Logger,
 		LogLevel:             s.Logging.Level,
 		IncludeExecutionData: s.Logging.IncludeExecutionData,
+	}
+	if s.Target.Type == "http" { // the targets whose calls have a timeout
+		opt.TargetTimeout = s.Target.Timeout
 	}
 	if b := s.Source.RetryBackoff; b != nil {
 		opt.RetryBackoff = &pipe.Backoff{Base: b.Base, Factor: b.Factor, Max: b.Max, Jitter: b.Jitter}

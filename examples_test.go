@@ -1,0 +1,36 @@
+package pipes_test
+
+import (
+	"io/fs"
+	"path/filepath"
+	"testing"
+
+	"github.com/pipesproject/pipes"
+	"github.com/pipesproject/pipes/config"
+)
+
+// Every pipeline file under examples/ loads and passes the checks of
+// `pipes validate`: examples are documentation and must not rot.
+func TestEveryExamplePipelineIsValid(t *testing.T) {
+	var files []string
+	filepath.WalkDir("examples", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (filepath.Ext(path) == ".yaml" || filepath.Ext(path) == ".yml") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if len(files) == 0 {
+		t.Fatal("no example pipeline found")
+	}
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			specs, err := config.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pipes.NewRegistry().Check(specs); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
