@@ -202,3 +202,44 @@ target:
 		t.Errorf("DeleteMessageBatch calls = %v for 114 deletes, want batched calls", n)
 	}
 }
+
+func TestSQSPipeInDrainModeStopsOnceTheQueueIsEmpty(t *testing.T) {
+	fakeAWSEnv(t)
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	queueURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 2 * time.Second, MaxReceiveCount: 5})
+	var bodies []string
+	for i := range 60 {
+		bodies = append(bodies, fmt.Sprintf(`{"n":%d}`, i))
+	}
+	bodies = append(bodies, `{"n":"once","action":"fail"}`)
+	sqstest.SendBodies(t, client, queueURL, bodies...)
+	target := newBatchServer(t)
+	file := writeFile(t, "pipe.yaml", fmt.Sprintf(`
+name: drain
+source: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1, wait_time: 1s}
+target: {type: http, url: %s}
+`, queueURL, endpoint, target.URL))
+	specs, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := pipes.NewRegistry().Build(context.Background(), specs, pipes.Env{Drain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := pipe.NewRunner(built...).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the pipe did not stop by itself once the queue was empty")
+	}
+	// The failing message keeps coming back until the redrive policy moves
+	// it: drain waits for that, since it counts messages in flight too.
+	delivered, ok := target.counts()
+	if len(ok) != 60 || delivered[`{"n":"once","action":"fail"}`] != 5 {
+		t.Fatalf("accepted %d of 60, failing one delivered %d times (want 5)", len(ok), delivered[`{"n":"once","action":"fail"}`])
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// writeReport prints the Markdown table of r that the README includes.
+func writeReport(w io.Writer, r *Results) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured on %s (%d cores), %s, %s, with:\n\n    %s\n\n", orDash(r.Machine), r.Cores, orDash(r.Date), orDash(r.Go), orDash(r.Command))
+	b.WriteString("| Figure | Measured | Target | Met |\n|---|---|---|---|\n")
+	row := func(fig, val, target string, met *bool) {
+		m := ""
+		if met != nil {
+			m = map[bool]string{true: "yes", false: "**no**"}[*met]
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", fig, val, target, m)
+	}
+	yes := func(v bool) *bool { return &v }
+	if t := r.Throughput; t != nil {
+		setup := fmt.Sprintf("%d × %d B, concurrency %d, wait %s, %d runs each", t.N, t.Size, t.Concurrency, t.WaitTime, len(t.Runs)/2)
+		row("Throughput, pipes (median msgs/s)", fmt.Sprintf("%.0f", t.Pipes.MsgsPerSec), setup, nil)
+		row("Throughput, minimal consumer (median msgs/s)", fmt.Sprintf("%.0f", t.Minimal.MsgsPerSec), "", nil)
+		row("Throughput ratio pipes/minimal", fmt.Sprintf("%.2f", t.ThroughputRatio), "≥ 0.9", yes(t.ThroughputRatio >= 0.9))
+		row("CPU s per 1000 msgs, pipes", fmt.Sprintf("%.4f", t.Pipes.CPUPer1000), "", nil)
+		row("CPU s per 1000 msgs, minimal consumer", fmt.Sprintf("%.4f", t.Minimal.CPUPer1000), "", nil)
+		row("CPU ratio pipes/minimal", fmt.Sprintf("%.2f", t.CPURatio), "≤ 1.5", yes(t.CPURatio <= 1.5))
+		row("Server CPU (share of a core) with pipes / minimal", fmt.Sprintf("%.0f%% / %.0f%%", 100*t.Pipes.ServerCPUShare, 100*t.Minimal.ServerCPUShare), t.Note, nil)
+	}
+	if c := r.Calls; c != nil {
+		ops := make([]string, 0, len(c.PerMessage))
+		for op := range c.PerMessage {
+			ops = append(ops, op)
+		}
+		sort.Strings(ops)
+		for _, op := range ops {
+			target, met := "", (*bool)(nil)
+			switch op {
+			case "ReceiveMessage", "DeleteMessageBatch":
+				target, met = "≤ 0.11", yes(c.PerMessage[op] <= 0.11)
+			case "DeleteMessage", "ChangeMessageVisibility":
+				target, met = "0", yes(c.PerMessage[op] == 0)
+			}
+			row(fmt.Sprintf("%s calls per message", op), fmt.Sprintf("%.4f (%.0f calls / %.0f msgs)", c.PerMessage[op], c.Calls[op], c.Received), target, met)
+		}
+	}
+	if i := r.Idle; i != nil {
+		row("Idle ReceiveMessage per minute (empty queue)", fmt.Sprintf("%.2f (wait %s, over %.0f s; concurrency %.0f→%.0f)", i.ReceivesPerMinute, i.WaitTime, i.Seconds, i.ConcurrencyBefore, i.ConcurrencyAfter),
+			fmt.Sprintf("≤ %.0f", i.FloorPerMinute), yes(i.ReceivesPerMinute <= i.FloorPerMinute+0.01))
+		row("Idle API calls per hour (extrapolated)", fmt.Sprintf("%.0f", i.CallsPerHour), fmt.Sprintf("%.0f", i.FloorPerMinute*60), nil)
+	}
+	for _, s := range r.ScaleUp {
+		val := fmt.Sprintf("%.1f s (%.0f/min measured)", s.SecondsToFull, s.PerMinute)
+		if !s.Reached {
+			val = fmt.Sprintf("not reached; ≈ %.0f s extrapolated (%.0f/min measured)", s.Extrapolated, s.PerMinute)
+		}
+		target, met := "", (*bool)(nil)
+		if s.Rate == 300 {
+			target, met = "≥ +300/min", yes(s.PerMinute >= 300*0.95)
+		}
+		row(fmt.Sprintf("Scale-up %d→%d at scale_up_per_minute %d (backlog %d, target %s)", s.Initial, s.Max, s.Rate, s.Backlog, s.TargetDelay), val, target, met)
+	}
+	for _, m := range r.Memory {
+		budget := "no limit"
+		if m.Budget > 0 {
+			budget = mib(float64(m.Budget))
+		}
+		fig := fmt.Sprintf("Memory at %d batches, %d B msgs, target %s, --max-inflight-bytes %s", m.Concurrency, m.Size, m.TargetDelay, budget)
+		val := fmt.Sprintf("peak RSS %s (idle %s), peak heap %s, peak in flight %s in %.0f msgs, %.0f B heap per in-flight msg",
+			mib(float64(m.PeakRSS)), mib(float64(m.BaselineRSS)), mib(m.PeakHeap), mib(m.PeakInflightBytes), m.PeakInflightMsgs, m.HeapPerInflight)
+		if m.Budget > 0 {
+			row(fig, val, "in-flight bytes ≤ budget", yes(m.WithinBudget))
+		} else {
+			row(fig, val, "", nil)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func mib(n float64) string { return fmt.Sprintf("%.1f MiB", n/(1<<20)) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

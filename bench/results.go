@@ -1,0 +1,188 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Results is what a harness run writes to bench/results/results.json; a run
+// of some scenarios keeps the others' figures from earlier runs.
+type Results struct {
+	Machine string `json:"machine"`
+	Cores   int    `json:"cores"`
+	Date    string `json:"date"`
+	Command string `json:"command"`
+	Go      string `json:"go"`
+
+	Throughput *ThroughputResult `json:"throughput,omitempty"`
+	Calls      *CallsResult      `json:"calls,omitempty"`
+	Idle       *IdleResult       `json:"idle,omitempty"`
+	ScaleUp    []ScaleUpResult   `json:"scaleup,omitempty"`
+	Memory     []MemoryResult    `json:"memory,omitempty"`
+}
+
+// ThroughputResult compares pipes with the minimal consumer.
+type ThroughputResult struct {
+	N           int    `json:"n"`
+	Size        int    `json:"size"`
+	Concurrency int    `json:"concurrency"`
+	WaitTime    string `json:"wait_time"`
+	Runs        []Run  `json:"runs"`
+
+	Pipes   RunnerSummary `json:"pipes"`
+	Minimal RunnerSummary `json:"minimal"`
+	// ThroughputRatio and CPURatio are pipes/minimal of the medians.
+	ThroughputRatio float64 `json:"throughput_ratio"`
+	CPURatio        float64 `json:"cpu_ratio"`
+	// ServerBound says the server used most of a core during the runs:
+	// throughput then tells the server's limit, not the runner's.
+	ServerBound bool   `json:"server_bound"`
+	Note        string `json:"note"`
+}
+
+// Run is one drain of N messages by one runner.
+type Run struct {
+	Runner         string  `json:"runner"`
+	Rep            int     `json:"rep"`
+	Seconds        float64 `json:"seconds"`
+	MsgsPerSec     float64 `json:"msgs_per_sec"`
+	CPUSeconds     float64 `json:"cpu_seconds"`
+	CPUPer1000     float64 `json:"cpu_per_1000"`
+	ServerCPU      float64 `json:"server_cpu_seconds"`
+	ServerCPUShare float64 `json:"server_cpu_share"` // server CPU seconds / wall seconds
+	Delivered      int64   `json:"delivered"`
+}
+
+// RunnerSummary holds the medians of one runner's runs.
+type RunnerSummary struct {
+	MsgsPerSec     float64 `json:"msgs_per_sec"`
+	CPUPer1000     float64 `json:"cpu_per_1000"`
+	ServerCPUShare float64 `json:"server_cpu_share"`
+	ServerPer1000  float64 `json:"server_cpu_per_1000"`
+}
+
+// CallsResult is pipes' API calls per message under load.
+type CallsResult struct {
+	Received   float64            `json:"received"`
+	Deleted    float64            `json:"deleted"`
+	Calls      map[string]float64 `json:"calls"`
+	PerMessage map[string]float64 `json:"per_message"`
+}
+
+// IdleResult is pipes' API calls on an empty queue once scaled down.
+type IdleResult struct {
+	WaitTime          string             `json:"wait_time"`
+	Seconds           float64            `json:"seconds"`
+	Calls             map[string]float64 `json:"calls"`
+	ReceivesPerMinute float64            `json:"receives_per_minute"`
+	CallsPerHour      float64            `json:"calls_per_hour"`
+	FloorPerMinute    float64            `json:"floor_per_minute"`
+	ConcurrencyBefore float64            `json:"concurrency_before"`
+	ConcurrencyAfter  float64            `json:"concurrency_after"`
+}
+
+// ScaleUpResult is one scale-up run.
+type ScaleUpResult struct {
+	Rate          int     `json:"scale_up_per_minute"`
+	Initial       int     `json:"initial"`
+	Max           int     `json:"max"`
+	Backlog       int     `json:"backlog"`
+	TargetDelay   string  `json:"target_delay"`
+	Reached       bool    `json:"reached"`
+	SecondsToFull float64 `json:"seconds_to_full"`
+	// Extrapolated is the time to full concurrency from the measured slope
+	// when the run stopped before reaching it.
+	Extrapolated float64 `json:"extrapolated_seconds,omitempty"`
+	PerMinute    float64 `json:"measured_per_minute"`
+	CSV          string  `json:"csv"`
+	Points       []Point `json:"points"`
+}
+
+// Point is one sample of the concurrency curve.
+type Point struct {
+	T           float64 `json:"t"`
+	Concurrency float64 `json:"concurrency"`
+	InFlight    float64 `json:"inflight_messages"`
+}
+
+// MemoryResult is one memory run at high concurrency with a slow target.
+type MemoryResult struct {
+	Concurrency       int     `json:"concurrency"`
+	Size              int     `json:"size"`
+	Budget            int64   `json:"max_inflight_bytes"`
+	TargetDelay       string  `json:"target_delay"`
+	Seconds           float64 `json:"seconds"`
+	BaselineRSS       int64   `json:"baseline_rss"`
+	PeakRSS           int64   `json:"peak_rss"`
+	PeakHeap          float64 `json:"peak_heap"`
+	PeakInflightBytes float64 `json:"peak_inflight_bytes"`
+	PeakInflightMsgs  float64 `json:"peak_inflight_messages"`
+	HeapPerInflight   float64 `json:"heap_per_inflight_message"`
+	WithinBudget      bool    `json:"within_budget"`
+}
+
+// loadResults reads dir/results.json; a missing file gives empty results.
+func loadResults(dir string) (*Results, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Results{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the results: %w", err)
+	}
+	var r Results
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", filepath.Join(dir, "results.json"), err)
+	}
+	return &r, nil
+}
+
+// save writes dir/results.json.
+func (r *Results) save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the results: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing the results: %w", err)
+	}
+	return nil
+}
+
+// median of xs (0 for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// summarize computes the medians of runner's runs.
+func summarize(runs []Run, runner string) RunnerSummary {
+	var tp, cpu, share, srv []float64
+	for _, r := range runs {
+		if r.Runner != runner {
+			continue
+		}
+		tp = append(tp, r.MsgsPerSec)
+		cpu = append(cpu, r.CPUPer1000)
+		share = append(share, r.ServerCPUShare)
+		if r.Delivered > 0 {
+			srv = append(srv, r.ServerCPU/float64(r.Delivered)*1000)
+		}
+	}
+	return RunnerSummary{MsgsPerSec: median(tp), CPUPer1000: median(cpu), ServerCPUShare: median(share), ServerPer1000: median(srv)}
+}
