@@ -168,10 +168,6 @@ func (r *Registry) Check(specs []config.Pipe) error {
 					Msg: fmt.Sprintf("no Go func target is registered as %q (Registry.RegisterFunc)", s.Target.Func)})
 			}
 		}
-		if s.Enrichment != nil {
-			errs = append(errs, &config.Error{Pos: s.Enrichment.Pos, Field: "enrichment",
-				Msg: "enrichment is not available in this build yet"})
-		}
 		errs = append(errs, checkStages(s)...)
 	}
 	if len(errs) > 0 {
@@ -221,10 +217,15 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 	if err != nil {
 		return nil, err
 	}
+	enr, err := Enricher(s)
+	if err != nil {
+		return nil, err
+	}
 	opt := pipe.Options{
 		Name:                 s.Name,
 		Source:               src,
 		Filter:               flt,
+		Enricher:             enr,
 		Transformer:          tr,
 		Target:               tgt,
 		BatchSize:            s.Source.BatchSize,

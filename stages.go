@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/enrich"
 	"github.com/pipesproject/pipes/filter"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
@@ -39,6 +40,20 @@ func checkStages(s config.Pipe) config.Errors {
 			}
 		}
 	}
+	if e := s.Enrichment; e != nil {
+		switch {
+		case e.Type != "jq":
+			errs = append(errs, &config.Error{Pos: e.Pos, Field: "enrichment.type",
+				Msg: fmt.Sprintf("enrichment type %q is not available in this build yet (have jq)", e.Type)})
+		case e.InputTemplate != "":
+			errs = append(errs, &config.Error{Pos: e.Pos, Field: "enrichment.input_template",
+				Msg: "a jq enrichment takes no input_template: the jq program is the transformation"})
+		default:
+			if _, err := enrich.NewJQ(e.JQ); err != nil {
+				errs = append(errs, &config.Error{Pos: e.Pos, Field: "enrichment.jq", Msg: err.Error()})
+			}
+		}
+	}
 	if src := s.Target.InputTemplate; src != "" {
 		if _, err := template.Parse(src); err != nil {
 			errs = append(errs, &config.Error{Pos: s.Target.Pos, Field: "target.input_template", Msg: err.Error()})
@@ -63,6 +78,22 @@ func templateVars(s config.Pipe) template.Vars {
 		v.EnrichmentARN = "pipes:" + s.Name + ":enrichment"
 	}
 	return v
+}
+
+// Enricher makes a pipe's enrichment stage (nil when the file has none).
+func Enricher(s config.Pipe) (pipe.Enricher, error) {
+	e := s.Enrichment
+	if e == nil {
+		return nil, nil
+	}
+	if e.Type != "jq" {
+		return nil, fmt.Errorf("enrichment type %q is not available", e.Type)
+	}
+	j, err := enrich.NewJQ(e.JQ)
+	if err != nil {
+		return nil, fmt.Errorf("enrichment.jq: %w", err)
+	}
+	return j, nil
 }
 
 // Stages makes a pipe's filter and target transformer (nil when the file

@@ -70,17 +70,18 @@ func (p *Pipe) runBatch(ctx context.Context, items []*item, del *deleter) {
 	targetErr = p.process(ctx, items, v)
 }
 
-// process decides the verdicts of a batch; it returns the target's
-// whole-batch error, if any.
+// process decides the verdicts of a batch; it returns the whole-batch error
+// of the enrichment or the target, if any.
 func (p *Pipe) process(ctx context.Context, items []*item, v []verdict) error {
+	byID := make(map[string][]int, len(items))
 	events := make([]*Event, 0, len(items))
-	index := make(map[string][]int, len(items))
 	for i, it := range items {
 		ev, err := NewEvent(it.msg)
 		if err != nil {
 			v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
 			continue
 		}
+		byID[ev.ID()] = append(byID[ev.ID()], i)
 		if p.opt.Filter != nil {
 			ok, err := p.opt.Filter.Match(ctx, ev)
 			if err != nil {
@@ -92,17 +93,78 @@ func (p *Pipe) process(ctx context.Context, items []*item, v []verdict) error {
 				continue
 			}
 		}
-		if p.opt.Transformer != nil {
+		events = append(events, ev)
+	}
+	// fail decides every undecided item of a message.
+	fail := func(id, stage string, err error, outcome Outcome) {
+		for _, i := range byID[id] {
+			if v[i].outcome == 0 {
+				v[i] = verdict{outcome: outcome, stage: stage, err: err}
+			}
+		}
+	}
+	shutdownOr := func(o Outcome) Outcome {
+		if ctx.Err() != nil {
+			return Released // cut short by shutdown: give back at once
+		}
+		return o
+	}
+	if p.opt.Enricher != nil && len(events) > 0 {
+		out, res, err := p.opt.Enricher.Enrich(ctx, events)
+		if err != nil {
+			for _, ev := range events {
+				fail(ev.ID(), "enrichment", err, shutdownOr(FailedRetry))
+			}
+			return err
+		}
+		for _, f := range res.Failures {
+			reason := f.Err
+			if reason == nil {
+				reason = errors.New("reported failed by the enrichment")
+			}
+			fail(f.ID, "enrichment", reason, FailedRetry)
+		}
+		kept := out[:0:0]
+		handed := map[string]bool{}
+		for _, ev := range out {
+			if ev == nil || ev.Message == nil {
+				continue
+			}
+			if idx := byID[ev.ID()]; len(idx) > 0 && v[idx[0]].outcome == 0 {
+				kept = append(kept, ev)
+				handed[ev.ID()] = true
+			}
+		}
+		// Messages the enrichment answered nothing for are done (Pipes: an
+		// empty answer means the target is not called).
+		for _, ev := range events {
+			if !handed[ev.ID()] {
+				fail(ev.ID(), "", nil, Filtered)
+			}
+		}
+		events = kept
+	}
+	if p.opt.Transformer != nil {
+		kept := events[:0]
+		for _, ev := range events {
 			payload, err := p.opt.Transformer.Transform(ctx, ev)
 			if err != nil {
-				v[i] = verdict{outcome: FailedRetry, stage: "transform", err: err}
+				fail(ev.ID(), "transform", err, FailedRetry)
 				continue
 			}
 			ev.Payload = payload
+			kept = append(kept, ev)
 		}
-		index[ev.ID()] = append(index[ev.ID()], i)
-		events = append(events, ev)
+		events = kept
 	}
+	// A message fails whole: drop the other events of failed messages.
+	kept := events[:0]
+	for _, ev := range events {
+		if v[byID[ev.ID()][0]].outcome == 0 {
+			kept = append(kept, ev)
+		}
+	}
+	events = kept
 	if len(events) == 0 {
 		return nil
 	}
@@ -112,14 +174,8 @@ func (p *Pipe) process(ctx context.Context, items []*item, v []verdict) error {
 	res, err := p.opt.Target.Deliver(ctx, events)
 	p.met.targetDuration.Observe(time.Since(t0).Seconds())
 	if err != nil {
-		outcome := FailedRetry
-		if ctx.Err() != nil {
-			outcome = Released // cut short by shutdown: give back at once
-		}
-		for _, idx := range index {
-			for _, i := range idx {
-				v[i] = verdict{outcome: outcome, stage: "target", err: err}
-			}
+		for _, ev := range events {
+			fail(ev.ID(), "target", err, shutdownOr(FailedRetry))
 		}
 		return err
 	}
@@ -128,16 +184,10 @@ func (p *Pipe) process(ctx context.Context, items []*item, v []verdict) error {
 		if reason == nil {
 			reason = errors.New("reported failed by the target")
 		}
-		for _, i := range index[f.ID] {
-			v[i] = verdict{outcome: FailedRetry, stage: "target", err: reason}
-		}
+		fail(f.ID, "target", reason, FailedRetry)
 	}
-	for _, idx := range index {
-		for _, i := range idx {
-			if v[i].outcome == 0 {
-				v[i] = verdict{outcome: Succeeded}
-			}
-		}
+	for _, ev := range events {
+		fail(ev.ID(), "", nil, Succeeded)
 	}
 	return nil
 }
@@ -251,6 +301,8 @@ func (p *Pipe) countFailure(stage string) {
 		p.met.failedTransform.Inc()
 	case "target", "fifo":
 		p.met.failedTarget.Inc()
+	case "enrichment":
+		p.met.failedEnrichment.Inc()
 	default:
 		p.met.failedOther.Inc()
 	}

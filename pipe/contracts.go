@@ -193,3 +193,18 @@ func (f FilterFunc) Match(ctx context.Context, ev *Event) (bool, error) { return
 type Transformer interface {
 	Transform(ctx context.Context, ev *Event) ([]byte, error)
 }
+
+// Enricher is a pipe's enrichment stage (Pipes' enrichment, always
+// synchronous). It gets the events that passed the filter and returns the
+// events the target gets: it may rewrite their payloads, drop events, or
+// turn one event into several. Every returned event must keep the Message
+// it came from, so outcomes map back to source messages: a message whose
+// events are all dropped counts as done (deleted, like a filtered one); a
+// message with several events succeeds only when all of them do.
+//
+// The Result names messages the enrichment failed (they are not handed
+// on); a non-nil error fails the whole batch. Enrich must be safe for
+// concurrent use and must not settle messages.
+type Enricher interface {
+	Enrich(ctx context.Context, events []*Event) ([]*Event, Result, error)
+}

@@ -78,6 +78,7 @@ type pipeMetrics struct {
 	emptyReceives, extended, batches, possibleDupes                  prometheus.Counter
 	execFailed, execPartial                                          prometheus.Counter
 	failedFilter, failedTarget, failedTransform, failedOther         prometheus.Counter
+	failedEnrichment                                                 prometheus.Counter
 	concurrency, inflight, inflightBytes                             prometheus.Gauge
 	targetDuration, messageAge                                       prometheus.Observer
 	m                                                                *Metrics
@@ -94,7 +95,7 @@ func (m *Metrics) forPipe(name string) *pipeMetrics {
 		batches: m.Batches.WithLabelValues(name), possibleDupes: m.PossibleDupes.WithLabelValues(name),
 		execFailed: m.ExecutionFailed.WithLabelValues(name), execPartial: m.ExecutionPartial.WithLabelValues(name),
 		failedFilter: m.Failed.WithLabelValues(name, "filter"), failedTarget: m.Failed.WithLabelValues(name, "target"),
-		failedTransform: m.Failed.WithLabelValues(name, "transform"), failedOther: m.Failed.WithLabelValues(name, "runtime"),
+		failedTransform: m.Failed.WithLabelValues(name, "transform"), failedEnrichment: m.Failed.WithLabelValues(name, "enrichment"), failedOther: m.Failed.WithLabelValues(name, "runtime"),
 		concurrency: m.Concurrency.WithLabelValues(name), inflight: m.InFlight.WithLabelValues(name),
 		inflightBytes:  m.InFlightBytes.WithLabelValues(name),
 		targetDuration: m.TargetDuration.WithLabelValues(name), messageAge: m.MessageAge.WithLabelValues(name),

@@ -63,7 +63,11 @@ type Options struct {
 	// Filter, when set, decides which events go on; the others are deleted
 	// as filtered.
 	Filter Filter
-	// Transformer, when set, renders each event's payload for the target.
+	// Enricher, when set, runs on the events that passed the filter; what
+	// it returns goes on to the target.
+	Enricher Enricher
+	// Transformer, when set, renders each event's payload for the target
+	// (after the enrichment).
 	Transformer Transformer
 	// Target receives the batches.
 	Target Target
@@ -265,8 +269,8 @@ func (p *Pipe) Run(ctx context.Context) error {
 	var bg conc.WaitGroup
 	bg.Go(func() { del.run(work) })
 	bg.Go(func() { p.heartbeat(hb) })
-	var batches conc.WaitGroup
-	p.schedule(poll, work, &batches, del)
+	var batches, receives conc.WaitGroup
+	p.schedule(poll, work, &batches, &receives, del)
 
 	// Polling has stopped: hand on what was received, let batches finish.
 	p.mu.Lock()
@@ -276,10 +280,13 @@ func (p *Pipe) Run(ctx context.Context) error {
 	p.dispatch(work, &batches, del)
 	done := make(chan struct{})
 	go func() {
-		// Wait for batches; new ones are dispatched as slots free.
+		// Wait for batches, new ones dispatched as slots free, and for the
+		// receives under way: they are not cut short, since a long poll
+		// abandoned on the client may still take messages on the server;
+		// what they return now is released at once.
 		for {
 			p.mu.Lock()
-			left := p.inflight + p.pending
+			left := p.inflight + p.pending + p.receiving
 			p.mu.Unlock()
 			if left == 0 {
 				break
@@ -296,6 +303,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 			}
 		}
 		batches.Wait()
+		receives.Wait()
 		close(done)
 	}()
 	timer := time.NewTimer(p.opt.ShutdownTimeout)
@@ -354,10 +362,9 @@ func (p *Pipe) adviseOnQueue(info SourceInfo) {
 }
 
 // schedule runs the polling loop until poll is done or, with Drain, until
-// the source is empty. Batches run under work, which outlives poll.
-func (p *Pipe) schedule(poll, work context.Context, batches *conc.WaitGroup, del *deleter) {
-	var receives conc.WaitGroup
-	defer receives.Wait()
+// the source is empty. Receives and batches run under work, which outlives
+// poll; the caller waits for them.
+func (p *Pipe) schedule(poll, work context.Context, batches, receives *conc.WaitGroup, del *deleter) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -394,7 +401,7 @@ func (p *Pipe) schedule(poll, work context.Context, batches *conc.WaitGroup, del
 			}
 			p.receiving++
 			p.reserved += n
-			receives.Go(func() { p.receive(poll, n, est) })
+			receives.Go(func() { p.receive(work, n, est) })
 		}
 		p.mu.Unlock()
 		select {
@@ -465,6 +472,18 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 		return
 	}
 	p.errCount = 0
+	if p.stopping && len(msgs) > 0 {
+		// Received after the pipe was told to stop: give them back.
+		p.mu.Unlock()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if err := p.opt.Source.ChangeVisibility(rctx, msgs, 0); err != nil {
+			p.log.Error("releasing messages received while stopping failed; they come back after their visibility timeout", "error", err)
+		}
+		cancel()
+		p.met.released.Add(float64(len(msgs)))
+		p.mu.Lock()
+		return
+	}
 	p.ctl.received(len(msgs), n)
 	if len(msgs) == 0 {
 		p.idle = true

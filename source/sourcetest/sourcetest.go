@@ -58,6 +58,13 @@ type Harness struct {
 	// Patience bounds how long the suite keeps receiving for a message it
 	// expects before it fails: default 30 s.
 	Patience time.Duration
+	// AbandonedPollsTakeMessages says the server may hand a message to a
+	// long poll whose client has given up (SQS does: the request goes on on
+	// the server). The suite then skips the check that receives cancelled
+	// while messages arrive lose none; the pipe runtime copes by never
+	// cancelling a receive before its wait time, except at the shutdown
+	// deadline.
+	AbandonedPollsTakeMessages bool
 }
 
 func (h Harness) withDefaults() Harness {
@@ -313,6 +320,9 @@ func testCancel(t *testing.T, h Harness) {
 
 	// Receives cancelled while messages arrive lose none of them: a message
 	// a cancelled receive swallowed stays hidden for 10 minutes.
+	if h.AbandonedPollsTakeMessages {
+		return
+	}
 	const n = 3
 	var got []*pipe.Message
 	for i := range n {
