@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -392,5 +393,66 @@ func TestRetryBackoffDelaysFailedItemsByReceiveCount(t *testing.T) {
 	}
 	if d := times[2].Sub(times[1]); d < 1900*time.Millisecond || d > 4*time.Second {
 		t.Fatalf("second retry after %v, want about 2 s", d)
+	}
+}
+
+// fanOut is an enrichment that drops bodies holding "drop", fails bodies
+// holding "bad", and turns every other event into two.
+type fanOut struct{}
+
+func (fanOut) Enrich(_ context.Context, events []*pipe.Event) ([]*pipe.Event, pipe.Result, error) {
+	var out []*pipe.Event
+	var res pipe.Result
+	for _, ev := range events {
+		switch {
+		case strings.Contains(ev.Message.Body, "drop"):
+		case strings.Contains(ev.Message.Body, "bad"):
+			res.Failures = append(res.Failures, pipe.ItemFailure{ID: ev.ID(), Err: errors.New("enrichment refused it")})
+		default:
+			out = append(out, &pipe.Event{Message: ev.Message, Payload: []byte(`"a"`)}, &pipe.Event{Message: ev.Message, Payload: []byte(`"b"`)})
+		}
+	}
+	return out, res, nil
+}
+
+func TestEnrichmentOutcomesMapBackToSourceMessages(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: 200 * time.Millisecond, MaxReceiveCount: 2, DeadLetterQueue: "dlq"})
+	send(t, q, `{"n":1}`, `{"n":2,"drop":1}`, `{"n":3,"bad":1}`, `{"n":4,"half":1}`)
+	var mu sync.Mutex
+	payloads := map[string][]string{}
+	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		var res pipe.Result
+		for _, ev := range events {
+			payloads[ev.Message.Body] = append(payloads[ev.Message.Body], string(ev.Payload))
+			// One of the two events of the "half" message fails: the
+			// message must not be deleted.
+			if strings.Contains(ev.Message.Body, "half") && string(ev.Payload) == `"b"` {
+				res.Failures = append(res.Failures, pipe.ItemFailure{ID: ev.ID()})
+			}
+		}
+		return res, nil
+	})
+	metrics := pipe.NewMetrics(nil)
+	runDrain(t, pipe.Options{Source: drainable{q}, Enricher: fanOut{}, Target: target, Metrics: metrics})
+	dlq, _ := b.Lookup("dlq")
+	var dead []string
+	for _, m := range dlq.Snapshot() {
+		dead = append(dead, m.Body)
+	}
+	sort.Strings(dead)
+	if strings.Join(dead, " ") != `{"n":3,"bad":1} {"n":4,"half":1}` {
+		t.Errorf("dead-lettered %v, want the message the enrichment failed and the one with a failed child", dead)
+	}
+	if got := payloads[`{"n":1}`]; strings.Join(got, ",") != `"a","b"` {
+		t.Errorf("target got %v for the fanned-out message, want both children once", got)
+	}
+	if _, ok := payloads[`{"n":2,"drop":1}`]; ok {
+		t.Error("a message the enrichment dropped reached the target")
+	}
+	if st := q.Stats(); st.Deleted != 2 {
+		t.Errorf("deleted %d, want 2 (the good one and the dropped one)", st.Deleted)
 	}
 }

@@ -401,3 +401,28 @@ func TestPipesTestReportsLinesThatAreNotRecords(t *testing.T) {
 		t.Fatalf("exit %d, output %s", code, out.String())
 	}
 }
+
+func TestPipesTestCallsTheEnrichmentOnlyWithEnrich(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	os.WriteFile(file, []byte(`name: p
+source: {type: sqs, queue_name: q}
+enrichment:
+  type: jq
+  jq: 'select(.body.ok) | {id: .body.id, lines: [.body.lines[] | . * 2]}'
+target: {type: stdout}
+`), 0o644)
+	input := "{\"ok\":true,\"id\":7,\"lines\":[1,2]}\n{\"ok\":false}\n"
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"test", "-f", file, "--enrich", "--input", "-"}, strings.NewReader(input), &out, &errb)
+	want := `{"index":0,"passed":true,"target_input":{"id":7,"lines":[2,4]}}
+{"index":1,"passed":false,"target_input":null}
+`
+	if code != 0 || out.String() != want {
+		t.Fatalf("exit %d, output:\n%s\nwant:\n%s\n%s", code, out.String(), want, errb.String())
+	}
+	out.Reset()
+	code = run(context.Background(), []string{"test", "-f", file, "--input", "-"}, strings.NewReader(input), &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), `"eventSource":"aws:sqs"`) {
+		t.Fatalf("without --enrich the target input should be the record; exit %d, output:\n%s", code, out.String())
+	}
+}

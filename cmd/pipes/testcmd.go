@@ -76,12 +76,15 @@ func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout io.Write
 	if err != nil {
 		return usageErr(err)
 	}
-	if f.enrich && spec.Enrichment != nil {
-		return usageErr(errors.New("--enrich: enrichments are not available in this build yet"))
-	}
 	flt, tr, err := pipes.Stages(spec)
 	if err != nil {
 		return usageErr(err)
+	}
+	var enr pipe.Enricher
+	if f.enrich {
+		if enr, err = pipes.Enricher(spec); err != nil {
+			return usageErr(err)
+		}
 	}
 	in := stdin
 	if f.input != "-" {
@@ -108,7 +111,7 @@ func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout io.Write
 			res.Error = fmt.Sprintf("%s:%d: %v", f.input, line, err)
 			bad++
 		} else {
-			res.Passed, res.TargetInput, err = evaluate(ctx, msg, flt, tr)
+			res.Passed, res.TargetInput, err = evaluate(ctx, msg, flt, enr, tr)
 			if err != nil {
 				res.Error = err.Error()
 			}
@@ -204,8 +207,10 @@ func sourceARN(spec config.Pipe, region string) string {
 	return "pipes:" + spec.Name + ":source"
 }
 
-// evaluate runs one message through the filter and the template.
-func evaluate(ctx context.Context, m *pipe.Message, flt pipe.Filter, tr pipe.Transformer) (bool, json.RawMessage, error) {
+// evaluate runs one message through the filter, the enrichment (when
+// given) and the template. When the enrichment makes several events of the
+// message, target_input is the array of what each would give the target.
+func evaluate(ctx context.Context, m *pipe.Message, flt pipe.Filter, enr pipe.Enricher, tr pipe.Transformer) (bool, json.RawMessage, error) {
 	ev, err := pipe.NewEvent(m)
 	if err != nil {
 		return false, nil, err
@@ -219,19 +224,47 @@ func evaluate(ctx context.Context, m *pipe.Message, flt pipe.Filter, tr pipe.Tra
 			return false, nil, nil
 		}
 	}
-	payload := ev.Payload
-	if tr != nil {
-		payload, err = tr.Transform(ctx, ev)
-		if err != nil {
-			return false, nil, fmt.Errorf("input template: %w", err)
+	events := []*pipe.Event{ev}
+	if enr != nil {
+		out, res, err := enr.Enrich(ctx, events)
+		if err == nil && len(res.Failures) > 0 {
+			err = res.Failures[0].Err
 		}
+		if err != nil {
+			return false, nil, fmt.Errorf("enrichment: %w", err)
+		}
+		if len(out) == 0 {
+			return false, nil, nil // the enrichment dropped it: deleted, never delivered
+		}
+		events = out
 	}
+	var inputs []json.RawMessage
+	for _, ev := range events {
+		payload := ev.Payload
+		if tr != nil {
+			payload, err = tr.Transform(ctx, ev)
+			if err != nil {
+				return false, nil, fmt.Errorf("input template: %w", err)
+			}
+		}
+		in, err := asJSON(payload)
+		if err != nil {
+			return false, nil, err
+		}
+		inputs = append(inputs, in)
+	}
+	if len(inputs) == 1 {
+		return true, inputs[0], nil
+	}
+	all, err := json.Marshal(inputs)
+	return true, all, err
+}
+
+// asJSON is the payload itself when it is JSON, else the payload as a JSON
+// string.
+func asJSON(payload []byte) (json.RawMessage, error) {
 	if json.Valid(payload) {
-		return true, json.RawMessage(payload), nil
+		return json.RawMessage(payload), nil
 	}
-	quoted, err := json.Marshal(string(payload))
-	if err != nil {
-		return false, nil, err
-	}
-	return true, quoted, nil
+	return json.Marshal(string(payload))
 }
