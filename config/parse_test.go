@@ -171,8 +171,8 @@ func TestLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ps) != 7 {
-			t.Fatalf("got %d pipes, want 7", len(ps))
+		if len(ps) != 11 {
+			t.Fatalf("got %d pipes, want 11", len(ps))
 		}
 	})
 	t.Run("a missing file is a filesystem error, not Errors", func(t *testing.T) {

@@ -104,7 +104,7 @@ var validName = regexp.MustCompile(`^[.\-_A-Za-z0-9]{1,64}$`)
 
 // pipe decodes one pipe mapping. It returns false when n is not a mapping.
 func (d *decoder) pipe(n *yaml.Node, path, dir string) (parsed, bool) {
-	b := d.block(n, path, []string{"name", "source", "filter", "enrichment", "target", "logging"})
+	b := d.block(n, path, []string{"name", "source", "filter", "enrichment", "target", "dead_letter", "logging"})
 	if b == nil {
 		return parsed{}, false
 	}
@@ -131,16 +131,20 @@ func (d *decoder) pipe(n *yaml.Node, path, dir string) (parsed, bool) {
 	if fb := b.sub("filter", []string{"patterns", "jq", "expr"}); fb != nil {
 		p.Filter = d.filter(fb)
 	}
-	if eb := b.sub("enrichment", []string{"type", "url", "input_template", "headers", "timeout", "jq"}); eb != nil {
+	if eb := b.sub("enrichment", []string{"type", "url", "method", "batch", "input_template", "headers", "timeout",
+		"insecure_skip_verify", "jq", "function_name", "region", "endpoint"}); eb != nil {
 		p.Enrichment = d.enrichment(eb)
 	}
 	if !b.has("target") {
 		d.errorf(b.pos, path, "target is required")
-	} else if tb := b.sub("target", []string{
-		"type", "url", "method", "batch", "headers", "timeout",
-		"insecure_skip_verify", "input_template", "func", "fail_on",
-	}); tb != nil {
+	} else if tb := b.sub("target", targetKeys); tb != nil {
 		p.Target = d.target(tb)
+	}
+	if db := b.sub("dead_letter", append([]string{"on_exhausted"}, targetKeys...)); db != nil {
+		p.DeadLetter = &DeadLetter{
+			Target:      d.target(db),
+			OnExhausted: db.enum("on_exhausted", "release", "release", "dead_letter"),
+		}
 	}
 	p.Logging = Logging{Level: "error"}
 	if lb := b.sub("logging", []string{"level", "include_execution_data"}); lb != nil {
@@ -293,6 +297,26 @@ func (d *decoder) filter(b *block) *Filter {
 	return f
 }
 
+// typesTaking names the AWS target types that take key k.
+func typesTaking(k string) string {
+	var types []string
+	for _, typ := range []string{"sqs", "sns", "eventbridge", "lambda"} {
+		if containsKey(awsTargetKeys[typ], k) {
+			types = append(types, typ)
+		}
+	}
+	return strings.Join(types, " and ")
+}
+
+func containsKey(keys []string, k string) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
 func (d *decoder) enrichment(b *block) *Enrichment {
 	e := &Enrichment{Pos: b.pos}
 	if !b.has("type") {
@@ -304,7 +328,18 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 	e.Headers = b.headers("headers")
 	e.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
 	e.JQ = b.str("jq")
+	e.Method = b.enum("method", "POST", "GET", "POST", "PUT", "PATCH", "DELETE")
+	e.Batch = b.boolean("batch", true)
+	e.InsecureSkipVerify = b.boolean("insecure_skip_verify", false)
+	e.FunctionName = b.str("function_name")
+	e.Region = b.str("region")
+	e.Endpoint = b.str("endpoint")
+	b.checkHTTPURL("endpoint", e.Endpoint)
 	switch e.Type {
+	case "lambda":
+		if !b.has("function_name") {
+			d.errorf(b.pos, b.path, "function_name is required for a lambda enrichment")
+		}
 	case "http":
 		if !b.has("url") {
 			d.errorf(b.pos, b.path, "url is required for an http enrichment")
@@ -318,7 +353,48 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 	if e.Type != "" && e.Type != "jq" {
 		b.only("only for jq enrichments", "jq")
 	}
+	if e.Type != "" && e.Type != "lambda" {
+		b.only("only for lambda enrichments", "function_name", "region", "endpoint")
+	}
+	if e.Type != "" && e.Type != "http" {
+		b.only("only for http enrichments", "url", "method", "batch", "headers", "insecure_skip_verify")
+	}
 	return e
+}
+
+// targetKeys are the keys of a `target:` (and `dead_letter:`) block.
+var targetKeys = []string{
+	"type", "url", "method", "batch", "headers", "timeout",
+	"insecure_skip_verify", "input_template", "func", "fail_on",
+	"region", "endpoint", "queue_url", "message_group_id", "message_deduplication_id",
+	"topic_arn", "event_bus_name", "source", "detail_type", "function_name", "invocation_type", "retry",
+}
+
+// awsTargetKeys are the keys only AWS targets take, by type.
+var awsTargetKeys = map[string][]string{
+	"sqs":         {"queue_url", "message_group_id", "message_deduplication_id"},
+	"sns":         {"topic_arn", "message_group_id", "message_deduplication_id"},
+	"eventbridge": {"event_bus_name", "source", "detail_type"},
+	"lambda":      {"function_name", "invocation_type"},
+}
+
+func (d *decoder) retry(b *block) *Retry {
+	r := &Retry{
+		MaxAttempts: b.integer("max_attempts", 3, 1, 100),
+		Backoff:     b.enum("backoff", "exponential", "linear", "arithmetic", "geometric", "exponential"),
+		MinDelay:    b.duration("min_delay", time.Second, 0, time.Hour),
+		MaxEventAge: b.duration("max_event_age", 0, 0, 14*24*time.Hour),
+		Jitter:      b.boolean("jitter", true),
+	}
+	r.MaxDelay = max(20*time.Second, r.MinDelay)
+	if v, ok := b.durationAny("max_delay"); ok {
+		if v < r.MinDelay || v > time.Hour {
+			d.errorf(b.at("max_delay"), b.field("max_delay"), "must be between retry.min_delay and 1h")
+		} else {
+			r.MaxDelay = v
+		}
+	}
+	return r
 }
 
 func (d *decoder) target(b *block) Target {
@@ -336,16 +412,59 @@ func (d *decoder) target(b *block) Target {
 	t.InputTemplate = b.str("input_template")
 	t.Func = b.str("func")
 	t.FailOn = b.str("fail_on")
+	t.Region = b.str("region")
+	t.Endpoint = b.str("endpoint")
+	b.checkHTTPURL("endpoint", t.Endpoint)
+	t.QueueURL = b.str("queue_url")
+	t.MessageGroupID = b.str("message_group_id")
+	t.MessageDeduplicationID = b.str("message_deduplication_id")
+	t.TopicARN = b.str("topic_arn")
+	t.EventBusName = b.str("event_bus_name")
+	t.EventSource = b.str("source")
+	t.DetailType = b.str("detail_type")
+	t.FunctionName = b.str("function_name")
+	t.InvocationType = b.enum("invocation_type", "", "RequestResponse", "Event")
+	if t.Type == "lambda" && t.InvocationType == "" {
+		t.InvocationType = "RequestResponse"
+	}
+	if rb := b.sub("retry", []string{"max_attempts", "backoff", "min_delay", "max_delay", "max_event_age", "jitter"}); rb != nil {
+		t.Retry = d.retry(rb)
+	}
+	require := func(key, what string) {
+		if !b.has(key) {
+			d.errorf(b.pos, b.path, "%s is required for %s target", key, what)
+		}
+	}
 	switch t.Type {
 	case "":
 	case "http":
-		if !b.has("url") {
-			d.errorf(b.pos, b.path, "url is required for an http target")
-		}
+		require("url", "an http")
 		b.checkHTTPURL("url", t.URL)
 	case "func":
-		if !b.has("func") {
-			d.errorf(b.pos, b.path, "func is required for a func target")
+		require("func", "a func")
+	case "sqs":
+		require("queue_url", "an sqs")
+		b.checkHTTPURL("queue_url", t.QueueURL)
+	case "sns":
+		require("topic_arn", "an sns")
+	case "eventbridge":
+		require("source", "an eventbridge")
+		require("detail_type", "an eventbridge")
+		if t.EventBusName == "" {
+			t.EventBusName = "default"
+		}
+	case "lambda":
+		require("function_name", "a lambda")
+	}
+	if t.Type != "" {
+		for _, k := range []string{"queue_url", "message_group_id", "message_deduplication_id",
+			"topic_arn", "event_bus_name", "source", "detail_type", "function_name", "invocation_type"} {
+			if !containsKey(awsTargetKeys[t.Type], k) {
+				b.only("only for "+typesTaking(k)+" targets", k)
+			}
+		}
+		if t.Type != "sqs" && t.Type != "sns" && t.Type != "eventbridge" && t.Type != "lambda" {
+			b.only("only for AWS targets", "region", "endpoint")
 		}
 	}
 	if t.Type != "" && t.Type != "func" {

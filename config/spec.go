@@ -39,6 +39,9 @@ type Pipe struct {
 	Filter     *Filter     // nil when the file has none
 	Enrichment *Enrichment // nil when the file has none
 	Target     Target
+	// DeadLetter is the pipe-level dead-letter target (`dead_letter:`),
+	// nil when the file has none.
+	DeadLetter *DeadLetter
 	Logging    Logging
 	// Pos is where the pipe begins in its file; Dir is the file's folder,
 	// against which relative paths (preload files) are resolved.
@@ -135,11 +138,40 @@ type Filter struct {
 type Enrichment struct {
 	Type          string // http | lambda | jq
 	URL           string
+	Method        string // http: default POST
+	Batch         bool   // http: one call per batch (default true)
 	InputTemplate string
 	Headers       map[string]string
 	Timeout       time.Duration
-	JQ            string
-	Pos           Pos
+	// InsecureSkipVerify turns TLS verification off (http).
+	InsecureSkipVerify bool
+	JQ                 string
+	// FunctionName, Region, Endpoint: lambda.
+	FunctionName string
+	Region       string
+	Endpoint     string
+	Pos          Pos
+}
+
+// DeadLetter is the `dead_letter:` block: a target (same keys as
+// `target:`) for items that fail with a client error, or that exhaust the
+// target's retries when OnExhausted is "dead_letter".
+type DeadLetter struct {
+	Target Target
+	// OnExhausted is what happens to an item whose retries are exhausted:
+	// "release" (default: back to the queue) or "dead_letter".
+	OnExhausted string
+}
+
+// Retry is a target's `retry:` block: SNS-style delivery retries inside
+// the runner before an item is given back to the queue.
+type Retry struct {
+	MaxAttempts int           // 1..100, default 3 (1 = no retry)
+	Backoff     string        // linear | arithmetic | geometric | exponential; default exponential
+	MinDelay    time.Duration // default 1s
+	MaxDelay    time.Duration // default 20s, at least MinDelay, at most 1h
+	MaxEventAge time.Duration // 0 = no limit
+	Jitter      bool          // default true
 }
 
 // Target is the `target:` block.
@@ -158,6 +190,31 @@ type Target struct {
 
 	// func: the name a Go program registered its callback under.
 	Func string
+
+	// AWS targets: Region and Endpoint override the AWS config chain.
+	Region   string
+	Endpoint string
+	// sqs: the queue; MessageGroupID and MessageDeduplicationID are
+	// templates (FIFO queues). Keys `queue_url`, `message_group_id`,
+	// `message_deduplication_id`.
+	QueueURL               string
+	MessageGroupID         string
+	MessageDeduplicationID string
+	// sns: key `topic_arn` (also takes message_group_id and
+	// message_deduplication_id for FIFO topics).
+	TopicARN string
+	// eventbridge: keys `event_bus_name` (default "default"), `source`,
+	// `detail_type`; each may be a template.
+	EventBusName string
+	EventSource  string
+	DetailType   string
+	// lambda: keys `function_name`, `invocation_type` (RequestResponse,
+	// the default, or Event).
+	FunctionName   string
+	InvocationType string
+
+	// Retry, when set, retries failed deliveries inside the runner.
+	Retry *Retry
 
 	// stdout: items whose body contains FailOn are reported failed (a
 	// debugging aid that shows the retry and dead-letter lifecycle).
