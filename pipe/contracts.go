@@ -95,6 +95,11 @@ type Event struct {
 	// Payload is what the target receives for this item: by default the
 	// record's JSON. An input template or enrichment replaces it.
 	Payload []byte
+	// Attributes are message attributes that targets which send messages
+	// (sqs, sns) attach to what they send, besides any of their own. The
+	// dead-letter stage puts the failure context here (ErrorCode,
+	// ErrorMessage, pipes-stage, …). Nil for ordinary events.
+	Attributes map[string]MessageAttribute
 
 	bodyOnce sync.Once
 	body     any

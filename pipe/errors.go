@@ -41,3 +41,31 @@ func IsThrottled(err error) bool {
 	var t *throttledError
 	return errors.As(err, &t)
 }
+
+type exhaustedError struct {
+	err      error
+	attempts int
+}
+
+func (e *exhaustedError) Error() string { return e.err.Error() }
+func (e *exhaustedError) Unwrap() error { return e.err }
+
+// Exhausted marks err as the last failure of an item whose in-runner
+// retries ran out after attempts deliveries. With `on_exhausted:
+// dead_letter` the pipe sends such items to its dead-letter target.
+func Exhausted(err error, attempts int) error {
+	if err == nil {
+		return nil
+	}
+	return &exhaustedError{err: err, attempts: attempts}
+}
+
+// IsExhausted reports whether err says an item's retries ran out, and after
+// how many attempts.
+func IsExhausted(err error) (bool, int) {
+	var e *exhaustedError
+	if errors.As(err, &e) {
+		return true, e.attempts
+	}
+	return false, 0
+}
