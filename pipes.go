@@ -168,6 +168,12 @@ func (r *Registry) Check(specs []config.Pipe) error {
 					Msg: fmt.Sprintf("no Go func target is registered as %q (Registry.RegisterFunc)", s.Target.Func)})
 			}
 		}
+		if dl := s.DeadLetter; dl != nil {
+			if _, ok := r.targets[dl.Target.Type]; !ok {
+				errs = append(errs, &config.Error{Pos: dl.Target.Pos, Field: "dead_letter.type",
+					Msg: fmt.Sprintf("target type %q is not available in this build (have %s)", dl.Target.Type, keys(r.targets))})
+			}
+		}
 		errs = append(errs, checkStages(s)...)
 	}
 	if len(errs) > 0 {
@@ -213,6 +219,14 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
+	var dead pipe.Target
+	if dl := s.DeadLetter; dl != nil {
+		ds := s
+		ds.Target = dl.Target
+		if dead, err = r.targets[dl.Target.Type](ctx, ds, env); err != nil {
+			return nil, fmt.Errorf("dead_letter: %w", err)
+		}
+	}
 	flt, tr, err := Stages(s)
 	if err != nil {
 		return nil, err
@@ -222,24 +236,26 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 		return nil, err
 	}
 	opt := pipe.Options{
-		Name:                 s.Name,
-		Source:               src,
-		Filter:               flt,
-		Enricher:             enr,
-		Transformer:          tr,
-		Target:               tgt,
-		BatchSize:            s.Source.BatchSize,
-		BatchWindow:          s.Source.BatchWindow,
-		MaxConcurrency:       s.Source.MaxConcurrency,
-		InitialConcurrency:   s.Source.InitialConcurrency,
-		ScaleUpPerMinute:     s.Source.ScaleUpPerMinute,
-		ShutdownTimeout:      env.ShutdownTimeout,
-		Drain:                env.Drain,
-		Budget:               env.Budget,
-		Metrics:              env.Metrics,
-		Logger:               env.Logger,
-		LogLevel:             s.Logging.Level,
-		IncludeExecutionData: s.Logging.IncludeExecutionData,
+		Name:                  s.Name,
+		Source:                src,
+		Filter:                flt,
+		Enricher:              enr,
+		DeadLetter:            dead,
+		DeadLetterOnExhausted: s.DeadLetter != nil && s.DeadLetter.OnExhausted == "dead_letter",
+		Transformer:           tr,
+		Target:                tgt,
+		BatchSize:             s.Source.BatchSize,
+		BatchWindow:           s.Source.BatchWindow,
+		MaxConcurrency:        s.Source.MaxConcurrency,
+		InitialConcurrency:    s.Source.InitialConcurrency,
+		ScaleUpPerMinute:      s.Source.ScaleUpPerMinute,
+		ShutdownTimeout:       env.ShutdownTimeout,
+		Drain:                 env.Drain,
+		Budget:                env.Budget,
+		Metrics:               env.Metrics,
+		Logger:                env.Logger,
+		LogLevel:              s.Logging.Level,
+		IncludeExecutionData:  s.Logging.IncludeExecutionData,
 	}
 	if s.Target.Type == "http" { // the targets whose calls have a timeout
 		opt.TargetTimeout = s.Target.Timeout

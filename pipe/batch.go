@@ -200,7 +200,9 @@ func applyFIFO(items []*item, v []verdict) {
 		g := it.msg.GroupID()
 		if err, ok := failedGroups[g]; ok {
 			if v[i].outcome != FailedRetry && v[i].outcome != Released {
-				v[i] = verdict{outcome: FailedRetry, stage: "fifo", err: fmt.Errorf("an earlier message of group %q failed: %w", g, err)}
+				// Not wrapped: this message did not fail itself, so it must not
+				// be dead-lettered for the earlier one's error.
+				v[i] = verdict{outcome: FailedRetry, stage: "fifo", err: fmt.Errorf("an earlier message of group %q failed: %v", g, err)}
 			}
 			continue
 		}
@@ -219,7 +221,8 @@ func (p *Pipe) finishBatch(ctx context.Context, items []*item, v []verdict, targ
 	if fifo {
 		applyFIFO(items, v)
 	}
-	var toDelete, toFail, toRelease []*item
+	var toDelete, toFail, toRelease, toDead []*item
+	var deadV []verdict
 	failed := 0
 	for i, it := range items {
 		switch v[i].outcome {
@@ -234,8 +237,13 @@ func (p *Pipe) finishBatch(ctx context.Context, items []*item, v []verdict, targ
 		default:
 			failed++
 			p.countFailure(v[i].stage)
-			toFail = append(toFail, it)
 			p.exec.itemFailed(ctx, it.msg, v[i].stage, v[i].err)
+			if p.deadLetterable(v[i].err) {
+				toDead = append(toDead, it)
+				deadV = append(deadV, v[i])
+				continue
+			}
+			toFail = append(toFail, it)
 		}
 	}
 	switch {
@@ -255,6 +263,9 @@ func (p *Pipe) finishBatch(ctx context.Context, items []*item, v []verdict, targ
 		} else {
 			p.untrack(toFail)
 		}
+	}
+	if len(toDead) > 0 {
+		p.deadLetter(settleCtx, toDead, deadV, del)
 	}
 	if len(toRelease) > 0 {
 		p.changeVisibility(settleCtx, toRelease, 0)

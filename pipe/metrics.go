@@ -13,6 +13,7 @@ type Metrics struct {
 	Deleted          *prometheus.CounterVec
 	DeleteFailures   *prometheus.CounterVec
 	Released         *prometheus.CounterVec
+	DeadLettered     *prometheus.CounterVec
 	EmptyReceives    *prometheus.CounterVec
 	Extended         *prometheus.CounterVec
 	Batches          *prometheus.CounterVec
@@ -45,6 +46,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Deleted:          counter("messages_deleted_total", "Messages deleted from the source."),
 		DeleteFailures:   counter("delete_failures_total", "Messages whose delete failed after retries (they will be delivered again)."),
 		Released:         counter("messages_released_total", "Messages given back to the queue with a visibility change (shutdown, retry backoff)."),
+		DeadLettered:     counter("messages_dead_lettered_total", "Messages sent to the pipe's dead-letter target (then deleted from the source)."),
 		EmptyReceives:    counter("empty_receives_total", "Receives that returned no message."),
 		Extended:         counter("visibility_extended_total", "Messages whose visibility was extended by the heartbeat."),
 		Batches:          counter("batches_total", "Batches handed to the target (Pipes' Invocations)."),
@@ -66,7 +68,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Received, m.Filtered, m.Delivered, m.Failed, m.Deleted, m.DeleteFailures,
-			m.Released, m.EmptyReceives, m.Extended, m.Batches, m.Concurrency, m.InFlight, m.InFlightBytes,
+			m.Released, m.DeadLettered, m.EmptyReceives, m.Extended, m.Batches, m.Concurrency, m.InFlight, m.InFlightBytes,
 			m.APICalls, m.TargetDuration, m.MessageAge, m.PossibleDupes, m.ExecutionFailed, m.ExecutionPartial)
 	}
 	return m
@@ -75,6 +77,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // pipeMetrics are one pipe's series, resolved once.
 type pipeMetrics struct {
 	received, filtered, delivered, deleted, deleteFailures, released prometheus.Counter
+	deadLettered                                                     prometheus.Counter
 	emptyReceives, extended, batches, possibleDupes                  prometheus.Counter
 	execFailed, execPartial                                          prometheus.Counter
 	failedFilter, failedTarget, failedTransform, failedOther         prometheus.Counter
@@ -91,6 +94,7 @@ func (m *Metrics) forPipe(name string) *pipeMetrics {
 		received: m.Received.WithLabelValues(name), filtered: m.Filtered.WithLabelValues(name),
 		delivered: m.Delivered.WithLabelValues(name), deleted: m.Deleted.WithLabelValues(name),
 		deleteFailures: m.DeleteFailures.WithLabelValues(name), released: m.Released.WithLabelValues(name),
+		deadLettered:  m.DeadLettered.WithLabelValues(name),
 		emptyReceives: m.EmptyReceives.WithLabelValues(name), extended: m.Extended.WithLabelValues(name),
 		batches: m.Batches.WithLabelValues(name), possibleDupes: m.PossibleDupes.WithLabelValues(name),
 		execFailed: m.ExecutionFailed.WithLabelValues(name), execPartial: m.ExecutionPartial.WithLabelValues(name),

@@ -87,6 +87,14 @@ type Options struct {
 	// ScaleUpPerMinute is how many concurrent batches may be added per
 	// minute while messages keep coming (default 300).
 	ScaleUpPerMinute int
+	// DeadLetter, when set, receives the items that fail with a client
+	// error (Permanent) and, with DeadLetterOnExhausted, those whose
+	// in-runner retries ran out (Exhausted), each with its failure context
+	// as message attributes; they are deleted from the source once sent.
+	DeadLetter Target
+	// DeadLetterOnExhausted sends items whose retries ran out to
+	// DeadLetter instead of back to the queue.
+	DeadLetterOnExhausted bool
 	// RetryBackoff, when set, gives failed items a visibility by receive
 	// count; otherwise they wait out the visibility they have.
 	RetryBackoff *Backoff

@@ -456,3 +456,104 @@ func TestEnrichmentOutcomesMapBackToSourceMessages(t *testing.T) {
 		t.Errorf("deleted %d, want 2 (the good one and the dropped one)", st.Deleted)
 	}
 }
+
+func TestDeadLetterTarget(t *testing.T) {
+	type sent struct {
+		body  string
+		attrs map[string]pipe.MessageAttribute
+	}
+	tests := []struct {
+		name        string
+		err         error
+		onExhausted bool
+		dlqFails    bool
+		wantDead    bool
+	}{
+		{name: "a client error goes to the dead-letter target at once", err: pipe.Permanent(errors.New("400 Bad Request")), wantDead: true},
+		{name: "exhausted retries go there when on_exhausted is dead_letter", err: pipe.Exhausted(errors.New("503"), 3), onExhausted: true, wantDead: true},
+		{name: "exhausted retries go back to the queue by default", err: pipe.Exhausted(errors.New("503"), 3)},
+		{name: "a plain failure goes back to the queue", err: errors.New("503")},
+		{name: "a failed dead-letter send releases the item, never drops it", err: pipe.Permanent(errors.New("400")), dlqFails: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := memory.NewBroker()
+			q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: time.Hour})
+			send(t, q, `{"n":1}`, `{"n":2,"bad":true}`)
+			var mu sync.Mutex
+			var got []sent
+			dlq := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+				if tt.dlqFails {
+					return pipe.Result{}, errors.New("dead-letter queue unreachable")
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, ev := range events {
+					got = append(got, sent{string(ev.Payload), ev.Attributes})
+				}
+				return pipe.Result{}, nil
+			})
+			target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+				var res pipe.Result
+				for _, ev := range events {
+					if strings.Contains(ev.Message.Body, "bad") {
+						res.Failures = append(res.Failures, pipe.ItemFailure{ID: ev.ID(), Err: tt.err})
+					}
+				}
+				return res, nil
+			})
+			p, err := pipe.New(pipe.Options{Name: "orders", Source: q, Target: target, DeadLetter: dlq, DeadLetterOnExhausted: tt.onExhausted})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error)
+			go func() { done <- p.Run(ctx) }()
+			waitUntil(t, func() bool { st := q.Stats(); return st.Deleted+int64(st.InFlight+st.Visible) >= 2 && st.Deleted >= 1 })
+			time.Sleep(100 * time.Millisecond)
+			cancel()
+			<-done
+			st := q.Stats()
+			switch {
+			case tt.wantDead:
+				if len(got) != 1 || got[0].body != `{"n":2,"bad":true}` {
+					t.Fatalf("dead-letter target got %v, want the bad message's body", got)
+				}
+				a := got[0].attrs
+				for _, k := range []string{pipe.DLQErrorCode, pipe.DLQErrorMessage, pipe.DLQStage, pipe.DLQPipe, pipe.DLQAttempts, pipe.DLQFirstFailure, pipe.DLQSourceARN, pipe.DLQOriginalMessageID} {
+					if a[k].StringValue == nil || *a[k].StringValue == "" {
+						t.Errorf("dead-lettered item lacks attribute %s", k)
+					}
+				}
+				if *a[pipe.DLQPipe].StringValue != "orders" || *a[pipe.DLQStage].StringValue != "target" {
+					t.Errorf("context attributes %v", a)
+				}
+				if st.Deleted != 2 {
+					t.Errorf("deleted %d, want both (the bad one once it was dead-lettered)", st.Deleted)
+				}
+			case tt.dlqFails:
+				if st.Deleted != 1 || st.Visible != 1 {
+					t.Errorf("stats %+v: want the bad message released (visible) after the failed dead-letter send", st)
+				}
+			default:
+				if len(got) != 0 {
+					t.Errorf("dead-letter target got %v, want nothing", got)
+				}
+				if st.Deleted != 1 || st.InFlight != 1 {
+					t.Errorf("stats %+v: want the bad message left to its visibility timeout", st)
+				}
+			}
+		})
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
