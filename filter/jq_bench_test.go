@@ -17,14 +17,14 @@ const (
 		`any(body.items, {.sku matches "^SKU-.*-X$"})`
 )
 
-// matcher is a compiled jq or expr filter.
-type matcher interface {
+// benchFilter is a compiled jq or expr filter.
+type benchFilter interface {
 	Match(ctx context.Context, ev *pipe.Event) (bool, error)
 }
 
 // benchMatcher times one filter on the 1 KB order, body decoding included
 // (a fresh event per match, as in the runtime).
-func benchMatcher(b *testing.B, f matcher) {
+func benchMatcher(b *testing.B, f benchFilter) {
 	m := testMessage(benchBody())
 	ctx := context.Background()
 	if ok, err := f.Match(ctx, &pipe.Event{Message: m}); !ok || err != nil {

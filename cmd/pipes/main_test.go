@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -424,5 +426,81 @@ target: {type: stdout}
 	code = run(context.Background(), []string{"test", "-f", file, "--input", "-"}, strings.NewReader(input), &out, &errb)
 	if code != 0 || !strings.Contains(out.String(), `"eventSource":"aws:sqs"`) {
 		t.Fatalf("without --enrich the target input should be the record; exit %d, output:\n%s", code, out.String())
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// A known secret, put in a header from the environment, must appear in no
+// log line (at trace level, payloads included), no error, no metric and no
+// output, even when the target echoes it back in its error answers.
+func TestSecretsNeverAppearInLogsErrorsOrMetrics(t *testing.T) {
+	const secret = "s3cr3t-T0KEN-do-not-leak"
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "denied for "+r.Header.Get("Authorization"), http.StatusInternalServerError)
+	}))
+	defer echo.Close()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "events.jsonl"), []byte("{\"body\":{\"n\":1}}\n{\"body\":{\"n\":2}}\n"), 0o644)
+	file := filepath.Join(dir, "pipe.yaml")
+	os.WriteFile(file, []byte(fmt.Sprintf(`
+name: secretive
+source: {type: memory, preload: events.jsonl, visibility_timeout: 1s, wait_time: 200ms}
+target:
+  type: http
+  url: %s
+  headers: {Authorization: "Bearer ${PIPES_TEST_SECRET}"}
+logging: {level: trace, include_execution_data: true}
+`, echo.URL)), 0o644)
+	addr := freePort(t)
+	t.Setenv("PIPES_TEST_SECRET", secret)
+	p := startRunner(t, file, "--metrics-addr", addr, "--log-level", "debug")
+	waitUntil(t, 20*time.Second, "a failed delivery", func() bool {
+		return strings.Contains(p.stderr.String(), "batch failed")
+	})
+	code, ready := httpGet(t, "http://"+addr+"/readyz")
+	if code != http.StatusOK {
+		t.Errorf("/readyz = %d %q while running", code, ready)
+	}
+	code, metrics := httpGet(t, "http://"+addr+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics = %d", code)
+	}
+	for _, want := range []string{`pipes_messages_received_total{pipe="secretive"}`, `pipes_concurrency{pipe="secretive"} 5`,
+		`pipes_messages_failed_total{pipe="secretive",stage="target"}`, `pipes_execution_failed_total{pipe="secretive"}`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	for what, text := range map[string]string{"logs": p.stderr.String(), "metrics": metrics} {
+		if strings.Contains(text, secret) {
+			t.Errorf("the secret appears in the %s", what)
+		}
+	}
+	if !strings.Contains(p.stderr.String(), "500") {
+		t.Errorf("the logs do not say what failed:\n%s", p.stderr.String())
 	}
 }
