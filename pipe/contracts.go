@@ -2,12 +2,13 @@ package pipe
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pipesproject/pipes/internal/jsonvalue"
 )
 
 // Source is a queue a pipe polls and settles. The pipe is the only caller of
@@ -114,8 +115,7 @@ func (e *Event) ID() string { return e.Message.MessageID }
 // value is decoded once and shared; callers must not modify it.
 func (e *Event) Body() (any, bool) {
 	e.bodyOnce.Do(func() {
-		var v any
-		if err := json.Unmarshal([]byte(e.Message.Body), &v); err == nil {
+		if v, ok := jsonvalue.Decode(e.Message.Body, false); ok {
 			e.body, e.bodyJSON = v, true
 			return
 		}
