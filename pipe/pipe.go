@@ -147,6 +147,7 @@ type Pipe struct {
 	busy        map[string]bool // FIFO: groups with a batch in flight
 	tracked     map[*item]struct{}
 	errUntil    time.Time
+	lastErr     error
 	avgSize     float64 // running mean of message sizes, for budget reservations
 	sizeSamples int
 	errCount    int
@@ -213,10 +214,20 @@ func New(opt Options) (*Pipe, error) {
 func (p *Pipe) Name() string { return p.opt.Name }
 
 // Ready reports whether the pipe has opened its source and is polling.
+// It is false too while the source keeps failing (three receives in a
+// row); LastError says why.
 func (p *Pipe) Ready() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ready2 && !p.stopping
+	return p.ready2 && !p.stopping && p.errCount < 3
+}
+
+// LastError is the source's last error while it keeps failing, nil when it
+// works.
+func (p *Pipe) LastError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastErr
 }
 
 // Concurrency is the number of batches the pipe may have in flight now.
@@ -340,18 +351,30 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 	for {
 		info, err := o.Open(ctx)
 		if err == nil {
+			p.mu.Lock()
+			p.lastErr = nil
+			p.mu.Unlock()
 			return info, nil
 		}
-		if IsPermanent(err) || ctx.Err() != nil {
+		if ctx.Err() != nil || p.opt.Drain && IsPermanent(err) {
 			return SourceInfo{}, fmt.Errorf("opening the source of pipe %s: %w", p.opt.Name, err)
 		}
+		// A running pipe outlives a missing queue or a denied access (the
+		// queue may be created, the role fixed): it backs off, stays not
+		// ready, and says why.
+		if IsPermanent(err) {
+			delay = max(delay, 5*time.Second)
+		}
+		p.mu.Lock()
+		p.lastErr = err
+		p.mu.Unlock()
 		p.log.Error("opening the source failed, retrying", "error", err, "retry_in", delay.String())
 		select {
 		case <-ctx.Done():
 			return SourceInfo{}, ctx.Err()
 		case <-time.After(delay):
 		}
-		delay = min(delay*2, 30*time.Second)
+		delay = min(delay*2, 5*time.Minute)
 	}
 }
 
@@ -471,7 +494,8 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 			return
 		}
 		p.errCount++
-		d := min(time.Duration(1<<min(p.errCount, 6))*100*time.Millisecond, 20*time.Second)
+		p.lastErr = err
+		d := min(time.Duration(1<<min(p.errCount, 8))*100*time.Millisecond, 20*time.Second)
 		d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 		p.errUntil = now.Add(d)
 		p.mu.Unlock()
@@ -480,6 +504,7 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 		return
 	}
 	p.errCount = 0
+	p.lastErr = nil
 	if p.stopping && len(msgs) > 0 {
 		// Received after the pipe was told to stop: give them back.
 		p.mu.Unlock()

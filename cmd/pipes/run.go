@@ -148,7 +148,15 @@ func serveOps(addr string, reg *prometheus.Registry, runner *pipe.Runner, log *s
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !runner.Ready() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			for _, p := range runner.Pipes() {
+				switch {
+				case p.LastError() != nil:
+					fmt.Fprintf(w, "%s: not ready: %v\n", p.Name(), p.LastError())
+				case !p.Ready():
+					fmt.Fprintf(w, "%s: not ready\n", p.Name())
+				}
+			}
 			return
 		}
 		fmt.Fprintln(w, "ready")

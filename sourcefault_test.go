@@ -1,0 +1,167 @@
+package pipes_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/pipesproject/pipes"
+	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/sqstest"
+	"github.com/pipesproject/pipes/pipe"
+)
+
+// proxy is a TCP proxy in front of the SQS-compatible server that can be
+// taken down (connections refused and cut) and brought back, to play an
+// endpoint that is down at start and mid-run.
+type proxy struct {
+	ln       net.Listener
+	backend  string
+	up       atomic.Bool
+	accepted atomic.Int64
+	mu       sync.Mutex
+	conns    []net.Conn
+	wg       sync.WaitGroup
+}
+
+func newProxy(t *testing.T, backend string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, backend: backend}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.setUp(false)
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.accepted.Add(1)
+		if !p.up.Load() {
+			c.Close()
+			continue
+		}
+		b, err := net.Dial("tcp", p.backend)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, b)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go func() { defer p.wg.Done(); io.Copy(b, c); b.Close() }()
+		go func() { defer p.wg.Done(); io.Copy(c, b); c.Close() }()
+	}
+}
+
+// setUp brings the proxy up or takes it down, cutting open connections.
+func (p *proxy) setUp(up bool) {
+	p.up.Store(up)
+	if !up {
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+		p.mu.Unlock()
+	}
+}
+
+func TestSQSEndpointDownAtStartAndMidRunIsRetriedWithBackoffAndRecovers(t *testing.T) {
+	fakeAWSEnv(t)
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	queueURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 2 * time.Second, MaxReceiveCount: 10})
+	u, _ := url.Parse(endpoint)
+	px := newProxy(t, u.Host)
+	proxied := "http://" + px.ln.Addr().String()
+	target := newBatchServer(t)
+	file := writeFile(t, "pipe.yaml", fmt.Sprintf(`
+name: flaky
+source: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1, wait_time: 1s}
+target: {type: http, url: %s}
+`, queueURL, proxied, target.URL))
+	specs, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := pipe.NewMetrics(nil)
+	built, err := pipes.NewRegistry().Build(context.Background(), specs, pipes.Env{Metrics: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := built[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pipe.NewRunner(built...).Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	// Down at start: not ready, retrying with backoff, not busy-looping.
+	time.Sleep(3 * time.Second)
+	if p.Ready() {
+		t.Fatal("ready while the endpoint is down")
+	}
+	if p.LastError() == nil {
+		t.Error("no reason given while not ready")
+	}
+	if n := px.accepted.Load(); n > 20 {
+		t.Errorf("%d connection attempts in 3 s while down: a busy loop", n)
+	}
+
+	// Up: it opens by itself and delivers.
+	var first []string
+	for i := range 30 {
+		first = append(first, fmt.Sprintf(`{"wave":1,"n":%d}`, i))
+	}
+	sqstest.SendBodies(t, client, queueURL, first...)
+	px.setUp(true)
+	waitFor(t, 30*time.Second, "the first wave delivered", func() bool {
+		_, ok := target.counts()
+		return len(ok) == 30
+	})
+	if !p.Ready() {
+		t.Error("not ready once the endpoint is back")
+	}
+
+	// Down mid-run: backoff, then recovery.
+	px.setUp(false)
+	before := px.accepted.Load()
+	time.Sleep(4 * time.Second)
+	if n := px.accepted.Load() - before; n > 25 {
+		t.Errorf("%d connection attempts in 4 s while down mid-run: a busy loop", n)
+	}
+	if p.Ready() {
+		t.Error("still ready after 4 s of failing receives")
+	}
+	var second []string
+	for i := range 30 {
+		second = append(second, fmt.Sprintf(`{"wave":2,"n":%d}`, i))
+	}
+	sqstest.SendBodies(t, client, queueURL, second...)
+	px.setUp(true)
+	waitFor(t, 40*time.Second, "the second wave delivered after the endpoint came back", func() bool {
+		_, ok := target.counts()
+		return len(ok) == 60
+	})
+	t.Logf("receive attempts: %v", testutil.ToFloat64(metrics.APICalls.WithLabelValues("flaky", "ReceiveMessage")))
+}
