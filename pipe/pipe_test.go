@@ -557,3 +557,56 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestSIGTERMWithAThousandBatchesInFlightReleasesEverythingWithinTheTimeout(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: time.Hour})
+	const n = 10_000
+	for i := range n {
+		if _, err := q.Send(context.Background(), memory.SendInput{Body: fmt.Sprintf(`{"n":%d}`, i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var started atomic.Int32
+	var finished atomic.Int32
+	target := pipe.TargetFunc(func(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
+		started.Add(1)
+		select {
+		case <-time.After(time.Duration(started.Load()%3) * 150 * time.Millisecond):
+			finished.Add(int32(len(events)))
+			return pipe.Result{}, nil
+		case <-ctx.Done():
+			return pipe.Result{}, ctx.Err()
+		}
+	})
+	p, err := pipe.New(pipe.Options{Source: q, Target: target, InitialConcurrency: 1000, MaxConcurrency: 1000, ShutdownTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	waitUntil(t, func() bool { return p.Concurrency() == 1000 && started.Load() >= 900 })
+	stop := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	took := time.Since(stop)
+	st := q.Stats()
+	if st.InFlight != 0 {
+		t.Errorf("%d messages still in flight after shutdown, want all released or deleted", st.InFlight)
+	}
+	if int(st.Deleted)+st.Visible != n {
+		t.Errorf("deleted %d + visible %d != %d sent", st.Deleted, st.Visible, n)
+	}
+	if int64(finished.Load()) != st.Deleted {
+		t.Errorf("the target finished %d, the queue deleted %d", finished.Load(), st.Deleted)
+	}
+	t.Logf("stopped in %v with 1000 batches in flight; %d delivered, %d released", took, st.Deleted, st.Visible)
+}
