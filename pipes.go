@@ -82,7 +82,7 @@ type Registry struct {
 }
 
 // NewRegistry returns a registry holding the built-in sources (sqs, memory)
-// and targets (http, stdout, func).
+// and targets (http, stdout, func, sqs, sns, eventbridge, lambda).
 func NewRegistry() *Registry {
 	r := &Registry{sources: map[string]SourceFactory{}, targets: map[string]TargetFactory{}, funcs: map[string]pipe.Target{}}
 	r.MustRegisterSource("sqs", newSQSSource)
@@ -90,6 +90,10 @@ func NewRegistry() *Registry {
 	r.MustRegisterTarget("http", newHTTPTarget)
 	r.MustRegisterTarget("stdout", newStdoutTarget)
 	r.MustRegisterTarget("func", r.newFuncTarget)
+	r.MustRegisterTarget("sqs", newSQSTarget)
+	r.MustRegisterTarget("sns", newSNSTarget)
+	r.MustRegisterTarget("eventbridge", newEventBridgeTarget)
+	r.MustRegisterTarget("lambda", newLambdaTarget)
 	return r
 }
 
@@ -168,7 +172,9 @@ func (r *Registry) Check(specs []config.Pipe) error {
 					Msg: fmt.Sprintf("no Go func target is registered as %q (Registry.RegisterFunc)", s.Target.Func)})
 			}
 		}
+		errs = append(errs, checkAWSTarget(s, "target", s.Target)...)
 		if dl := s.DeadLetter; dl != nil {
+			errs = append(errs, checkAWSTarget(s, "dead_letter", dl.Target)...)
 			if _, ok := r.targets[dl.Target.Type]; !ok {
 				errs = append(errs, &config.Error{Pos: dl.Target.Pos, Field: "dead_letter.type",
 					Msg: fmt.Sprintf("target type %q is not available in this build (have %s)", dl.Target.Type, keys(r.targets))})
@@ -221,9 +227,17 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 	}
 	var dead pipe.Target
 	if dl := s.DeadLetter; dl != nil {
-		ds := s
-		ds.Target = dl.Target
-		if dead, err = r.targets[dl.Target.Type](ctx, ds, env); err != nil {
+		switch dl.Target.Type {
+		case "sqs", "sns", "eventbridge", "lambda":
+			// A dead-lettered event's payload is the raw body: templated
+			// parameters are rendered against the record.
+			dead, err = awsTarget(ctx, s, dl.Target, env, true)
+		default:
+			ds := s
+			ds.Target = dl.Target
+			dead, err = r.targets[dl.Target.Type](ctx, ds, env)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("dead_letter: %w", err)
 		}
 	}

@@ -1,0 +1,123 @@
+package sqstarget
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/pipesproject/pipes/pipe"
+)
+
+// EntryError is SQS's reason for refusing one entry of a SendMessageBatch
+// call. ErrorCode makes its code the ErrorCode of a dead-lettered item.
+type EntryError struct {
+	// Code is SQS's error code, e.g. "InvalidParameterValue".
+	Code string
+	// Message is SQS's explanation.
+	Message string
+	// SenderFault is true when the entry itself is at fault.
+	SenderFault bool
+}
+
+// Error formats the code and the message.
+func (e *EntryError) Error() string { return e.Code + ": " + e.Message }
+
+// ErrorCode returns SQS's error code.
+func (e *EntryError) ErrorCode() string { return e.Code }
+
+// entryError classifies a refused entry: Permanent when it is the sender's
+// fault, Throttled for a throttling code, else retryable.
+func entryError(f types.BatchResultErrorEntry, queue string) error {
+	e := &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault}
+	err := fmt.Errorf("SQS refused the message for %s: %w", queue, e)
+	_, throttle := retry.DefaultThrottleErrorCodes[e.Code]
+	switch {
+	case throttle || e.Code == "RequestThrottled" || e.Code == "KmsThrottled":
+		return pipe.Throttled(err)
+	case e.SenderFault:
+		return pipe.Permanent(err)
+	}
+	return err
+}
+
+// classify marks a failed call's error: Throttled when SQS asked to slow
+// down; Permanent when retrying cannot help (access denied, no such queue,
+// invalid parameters, any other 4xx except 408 and 429, a request the SDK
+// refused to send); otherwise it is returned as it is.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if isThrottle(err) {
+		return pipe.Throttled(err)
+	}
+	if isPermanent(err) {
+		return pipe.Permanent(err)
+	}
+	return err
+}
+
+func isThrottle(err error) bool {
+	var rt *types.RequestThrottled
+	var kt *types.KmsThrottled
+	if errors.As(err, &rt) || errors.As(err, &kt) {
+		return true
+	}
+	if retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary {
+		return true
+	}
+	var re *awshttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusTooManyRequests
+}
+
+func isPermanent(err error) bool {
+	var invalid *smithy.InvalidParamsError
+	if errors.As(err, &invalid) {
+		return true
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "AccessDenied", "AccessDeniedException",
+			"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue",
+			"InvalidAddress", "InvalidClientTokenId", "UnrecognizedClientException",
+			"SignatureDoesNotMatch", "InvalidSecurity",
+			"InvalidParameterValue", "InvalidAttributeName", "InvalidAttributeValue", "MissingParameter",
+			"InvalidMessageContents", "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation",
+			"KmsAccessDenied", "KmsDisabled", "KmsNotFound", "KmsInvalidState",
+			"KmsInvalidKeyUsage", "KmsOptInRequired":
+			return true
+		}
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		s := re.HTTPStatusCode()
+		return s >= 400 && s <= 499 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests
+	}
+	return false
+}
+
+// entrySpecific reports whether a refused call may be the fault of one of
+// its entries rather than of the queue or the caller's rights.
+func entrySpecific(err error) bool {
+	if !pipe.IsPermanent(err) {
+		return false
+	}
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.ErrorCode() {
+	case "InvalidParameterValue", "InvalidAttributeName", "InvalidAttributeValue", "MissingParameter",
+		"InvalidMessageContents", "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation",
+		"BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong", "MalformedInput":
+		return true
+	}
+	return false
+}

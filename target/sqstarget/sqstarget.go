@@ -1,0 +1,506 @@
+// Package sqstarget is the `sqs` target of pipes: it sends each event of a
+// batch as one message to an Amazon SQS queue with SendMessageBatch, ten
+// entries and at most 256 KiB per call, and turns the entries SQS refuses
+// into item failures of the messages they came from.
+//
+// The message body is the event's payload (the record JSON, or what the
+// input template or enrichment made of it). The event's Attributes (set by
+// the dead-letter stage) become message attributes: at most ten, the first
+// ten by name order; list values, which SQS does not support, are left out.
+//
+// On a FIFO queue (its URL ends in ".fifo") MessageGroupID is required and
+// is rendered per event; MessageDeduplicationID is optional (without it the
+// queue needs content-based deduplication). Calls to a FIFO queue are made
+// one after another in batch order, and the first failed call stops the
+// batch: the events after it are failed unsent, so that nothing is sent
+// ahead of a message that will be retried.
+//
+// Failures are classified once, here: an entry SQS refuses with
+// SenderFault, and a call refused as a client error (access denied, no such
+// queue, invalid parameter, any other 4xx except 408 and 429), are
+// pipe.Permanent; throttling is pipe.Throttled; everything else (5xx,
+// timeouts, connection errors) is retryable.
+package sqstarget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/template"
+)
+
+// Limits of SendMessageBatch that the target applies.
+const (
+	// MaxBatch is the most entries one SendMessageBatch call carries.
+	MaxBatch = 10
+	// MaxBatchBytes is the most bytes of bodies and attributes one call
+	// carries (SQS's historical message and batch limit, 256 KiB). An event
+	// larger than that is sent alone, and SQS decides.
+	MaxBatchBytes = 256 << 10
+	// MaxAttributes is the most message attributes SQS takes per message.
+	MaxAttributes = 10
+
+	defaultTimeout     = 30 * time.Second
+	defaultMaxParallel = 8
+)
+
+// Config says which queue a Target sends to and how.
+type Config struct {
+	// QueueURL is the queue's URL. Required.
+	QueueURL string
+	// MessageGroupID is the message group of each message: a constant, an
+	// input template with placeholders (`<$.body.customer>`), or a Pipes
+	// dynamic path (`$.body.customer`), rendered per event. Required for a
+	// FIFO queue; on a standard queue it is sent when it renders non-empty.
+	MessageGroupID string
+	// MessageDeduplicationID is the deduplication id of each message on a
+	// FIFO queue, given like MessageGroupID. Only for FIFO queues; an empty
+	// rendering sends none (the queue must deduplicate by content).
+	MessageDeduplicationID string
+	// Vars are the reserved variables of the templates above.
+	Vars template.Vars
+	// ParamsFromRecord renders MessageGroupID and MessageDeduplicationID
+	// against the source record instead of the payload. Set it when an input
+	// template has replaced the payload by the time the target gets it:
+	// Pipes evaluates these parameters before the input transformation.
+	ParamsFromRecord bool
+	// Region overrides the region of the AWS config; by default the region
+	// of an amazonaws.com queue URL, else the AWS config's.
+	Region string
+	// Endpoint overrides the SQS endpoint (an SQS-compatible server).
+	// AWS_ENDPOINT_URL_SQS works too, through the SDK.
+	Endpoint string
+	// Timeout bounds each call, SDK retries included; default 30s.
+	Timeout time.Duration
+	// MaxParallel bounds the calls in flight per Deliver on a standard
+	// queue; default 8. FIFO queues get one at a time.
+	MaxParallel int
+	// OnCall, when set, is called once for every HTTP attempt sent to SQS
+	// (SDK retries included) with the operation's name, here
+	// "SendMessageBatch". It must be safe for concurrent use and quick.
+	OnCall func(operation string)
+	// Logger receives the target's logs; nil discards them.
+	Logger *slog.Logger
+	// AWSConfig, when set, is the AWS configuration to build the client
+	// from; by default config.LoadDefaultConfig (env, profile, IMDS, IRSA).
+	// Region and Endpoint above are applied on top of it.
+	AWSConfig *aws.Config
+}
+
+// sqsAPI is the part of the SQS client the target calls.
+type sqsAPI interface {
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+// Target sends events to one SQS queue. It is safe for concurrent use: a
+// pipe calls Deliver from many batches at once, sharing one client.
+type Target struct {
+	api         sqsAPI
+	queueURL    string
+	fifo        bool
+	group       param
+	dedup       param
+	vars        template.Vars
+	fromRecord  bool
+	timeout     time.Duration
+	maxParallel int
+	log         *slog.Logger
+}
+
+var (
+	_ pipe.Target = (*Target)(nil)
+	_ pipe.Closer = (*Target)(nil)
+)
+
+// New checks cfg, compiles its templates and builds the SQS client. It does
+// no network I/O (loading the default AWS config reads environment and
+// files only): a queue that does not exist is reported by Deliver.
+func New(ctx context.Context, cfg Config) (*Target, error) {
+	t, err := newTarget(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var awsCfg aws.Config
+	if cfg.AWSConfig != nil {
+		awsCfg = cfg.AWSConfig.Copy()
+	} else {
+		loaded, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("loading the AWS configuration for the SQS target %s: %w", cfg.QueueURL, err)
+		}
+		awsCfg = loaded
+	}
+	region := cfg.Region
+	if region == "" && awsCfg.Region == "" {
+		region = regionFromURL(cfg.QueueURL)
+	}
+	if region == "" && awsCfg.Region == "" {
+		return nil, fmt.Errorf("configuring the SQS target %s: no AWS region: set the target's region, AWS_REGION or a profile's region", cfg.QueueURL)
+	}
+	t.api = sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
+		if region != "" {
+			o.Region = region
+		}
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		if cfg.OnCall != nil {
+			o.APIOptions = append(o.APIOptions, onCallMiddleware(cfg.OnCall))
+		}
+	})
+	return t, nil
+}
+
+// newTarget checks cfg and makes a target without a client.
+func newTarget(cfg Config) (*Target, error) {
+	var problems []error
+	u, err := url.Parse(cfg.QueueURL)
+	switch {
+	case cfg.QueueURL == "":
+		problems = append(problems, errors.New("queue url is required"))
+	case err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+		problems = append(problems, fmt.Errorf("queue url %q is not an http(s) URL", cfg.QueueURL))
+	}
+	fifo := strings.HasSuffix(cfg.QueueURL, ".fifo")
+	group, err := parseParam("message group id", cfg.MessageGroupID)
+	if err != nil {
+		problems = append(problems, err)
+	}
+	dedup, err := parseParam("message deduplication id", cfg.MessageDeduplicationID)
+	if err != nil {
+		problems = append(problems, err)
+	}
+	if fifo && cfg.MessageGroupID == "" {
+		problems = append(problems, errors.New("a message group id is required for a FIFO queue"))
+	}
+	if !fifo && cfg.MessageDeduplicationID != "" {
+		problems = append(problems, errors.New("a message deduplication id is only for FIFO queues (URL ending in .fifo)"))
+	}
+	if cfg.Timeout < 0 {
+		problems = append(problems, fmt.Errorf("timeout %s is negative", cfg.Timeout))
+	}
+	if cfg.MaxParallel < 0 {
+		problems = append(problems, fmt.Errorf("max parallel %d is negative", cfg.MaxParallel))
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("configuring the SQS target %s: %w", cfg.QueueURL, errors.Join(problems...))
+	}
+	t := &Target{
+		queueURL:    cfg.QueueURL,
+		fifo:        fifo,
+		group:       group,
+		dedup:       dedup,
+		vars:        cfg.Vars,
+		fromRecord:  cfg.ParamsFromRecord,
+		timeout:     cfg.Timeout,
+		maxParallel: cfg.MaxParallel,
+		log:         cfg.Logger,
+	}
+	if t.timeout == 0 {
+		t.timeout = defaultTimeout
+	}
+	if t.maxParallel == 0 {
+		t.maxParallel = defaultMaxParallel
+	}
+	if t.fifo {
+		t.maxParallel = 1
+	}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	return t, nil
+}
+
+// onCallMiddleware calls f once per attempt: it sits in the finalize step
+// after the SDK's retry middleware, so every retry passes through it.
+func onCallMiddleware(f func(string)) func(*middleware.Stack) error {
+	return func(s *middleware.Stack) error {
+		return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("pipesOnCall",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				f(awsmiddleware.GetOperationName(ctx))
+				return next.HandleFinalize(ctx, in)
+			}), middleware.After)
+	}
+}
+
+// regionFromURL returns the region of an amazonaws.com queue URL, "" for
+// other URLs.
+func regionFromURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	host := u.Hostname()
+	if rest, ok := strings.CutPrefix(host, "sqs."); ok && strings.Contains(rest, ".amazonaws.") {
+		region, _, _ := strings.Cut(rest, ".")
+		return region
+	}
+	return ""
+}
+
+// Close releases the idle connections of the client's HTTP client. It does
+// not wait for deliveries in flight; call it once the pipe has stopped.
+func (t *Target) Close(context.Context) error {
+	if c, ok := t.api.(*sqs.Client); ok {
+		if h, ok := c.Options().HTTPClient.(interface{ CloseIdleConnections() }); ok {
+			h.CloseIdleConnections()
+		}
+	}
+	return nil
+}
+
+// entry is one message to send and the event it came from.
+type entry struct {
+	ev   int // index in the batch
+	msg  types.SendMessageBatchRequestEntry
+	size int
+}
+
+// Deliver sends one message per event and blocks until SQS has answered
+// every call, a call's timeout has passed or ctx is done. An empty batch
+// sends nothing.
+//
+// Events whose message SQS refused (or that could not be built: an empty
+// message group id on a FIFO queue) come back as item failures, keyed by
+// their message id; the others were sent. When every call failed as a
+// whole, Deliver returns that error instead (Throttled when any call was
+// throttled, so that the pipe slows down).
+func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
+	if len(events) == 0 {
+		return pipe.Result{}, nil
+	}
+	errs := make([]error, len(events))
+	entries := make([]entry, 0, len(events))
+	for i, ev := range events {
+		e, err := t.entry(i, ev)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		entries = append(entries, e)
+	}
+	prepFailed := len(entries) < len(events)
+
+	chunks := split(entries)
+	out := make([]chunkOutcome, len(chunks))
+	if t.maxParallel == 1 || len(chunks) == 1 {
+		for i, c := range chunks {
+			out[i] = t.send(ctx, c, errs)
+			if t.fifo && !out[i].clean() {
+				for _, rest := range chunks[i+1:] {
+					for _, e := range rest {
+						errs[e.ev] = fmt.Errorf("not sent to %s: an earlier message of this FIFO batch failed", t.queueURL)
+					}
+				}
+				break
+			}
+		}
+	} else {
+		sem := make(chan struct{}, t.maxParallel)
+		var wg sync.WaitGroup
+		for i, c := range chunks {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				out[i] = t.send(ctx, c, errs)
+			})
+		}
+		wg.Wait()
+	}
+
+	var callErr error
+	sent, entryFailed := false, prepFailed
+	for _, o := range out {
+		sent = sent || o.sent
+		entryFailed = entryFailed || o.entryFailed
+		if o.callErr != nil && (callErr == nil || pipe.IsThrottled(o.callErr) && !pipe.IsThrottled(callErr)) {
+			callErr = o.callErr
+		}
+	}
+	if callErr != nil && !sent && !entryFailed {
+		return pipe.Result{}, fmt.Errorf("sending %d messages to %s: %w", len(events), t.queueURL, callErr)
+	}
+	return result(events, errs), nil
+}
+
+// result turns per-event errors into item failures, one per message.
+func result(events []*pipe.Event, errs []error) pipe.Result {
+	var r pipe.Result
+	seen := map[string]bool{}
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		id := events[i].ID()
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		r.Failures = append(r.Failures, pipe.ItemFailure{ID: id, Err: err})
+	}
+	return r
+}
+
+// entry builds the message of one event.
+func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
+	e := entry{ev: i, msg: types.SendMessageBatchRequestEntry{
+		Id:          aws.String(strconv.Itoa(i)),
+		MessageBody: aws.String(string(ev.Payload)),
+	}}
+	e.size = len(ev.Payload)
+	var attrSize int
+	e.msg.MessageAttributes, attrSize = messageAttributes(ev.Attributes)
+	e.size += attrSize
+	if t.group.set() || t.dedup.set() {
+		view := ev
+		if t.fromRecord {
+			view = recordView(ev)
+		}
+		if g := t.group.render(view, t.vars); g != "" {
+			e.msg.MessageGroupId = aws.String(g)
+		} else if t.fifo {
+			return entry{}, pipe.Permanent(fmt.Errorf("message %s: the message group id %q rendered empty; a FIFO queue needs one", ev.ID(), t.group))
+		}
+		if d := t.dedup.render(view, t.vars); d != "" {
+			e.msg.MessageDeduplicationId = aws.String(d)
+		}
+	}
+	return e, nil
+}
+
+// messageAttributes converts an event's attributes to SQS's, keeping the
+// first MaxAttributes by name, and returns the bytes they weigh.
+func messageAttributes(attrs map[string]pipe.MessageAttribute) (map[string]types.MessageAttributeValue, int) {
+	if len(attrs) == 0 {
+		return nil, 0
+	}
+	names := make([]string, 0, len(attrs))
+	for name := range attrs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	names = names[:min(len(names), MaxAttributes)]
+	out := make(map[string]types.MessageAttributeValue, len(names))
+	size := 0
+	for _, name := range names {
+		a := attrs[name]
+		out[name] = types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+		size += len(name) + len(a.DataType) + len(a.BinaryValue)
+		if a.StringValue != nil {
+			size += len(*a.StringValue)
+		}
+	}
+	return out, size
+}
+
+// split cuts entries into calls of at most MaxBatch entries and
+// MaxBatchBytes; an entry larger than that goes alone.
+func split(entries []entry) [][]entry {
+	var chunks [][]entry
+	start, size := 0, 0
+	for i, e := range entries {
+		if i > start && (i-start == MaxBatch || size+e.size > MaxBatchBytes) {
+			chunks = append(chunks, entries[start:i])
+			start, size = i, 0
+		}
+		size += e.size
+	}
+	if start < len(entries) {
+		chunks = append(chunks, entries[start:])
+	}
+	return chunks
+}
+
+// chunkOutcome is what became of one call's entries.
+type chunkOutcome struct {
+	sent        bool  // SQS took at least one entry
+	entryFailed bool  // SQS refused at least one entry by itself
+	callErr     error // a call failed as a whole
+}
+
+func (o chunkOutcome) clean() bool { return !o.entryFailed && o.callErr == nil }
+
+// send makes one SendMessageBatch call for chunk and records each entry's
+// error in errs. A call refused for what may be one entry's fault (an
+// invalid parameter or message, a batch too long) is retried one entry per
+// call when it had several, so that one bad entry fails alone.
+func (t *Target) send(ctx context.Context, chunk []entry, errs []error) chunkOutcome {
+	msgs := make([]types.SendMessageBatchRequestEntry, len(chunk))
+	for i, e := range chunk {
+		msgs[i] = e.msg
+	}
+	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	res, err := t.api.SendMessageBatch(callCtx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(t.queueURL), Entries: msgs})
+	if err != nil {
+		err = classify(err)
+		if len(chunk) > 1 && entrySpecific(err) && ctx.Err() == nil {
+			var o chunkOutcome
+			for i := range chunk {
+				one := t.send(ctx, chunk[i:i+1], errs)
+				o.sent = o.sent || one.sent
+				o.entryFailed = o.entryFailed || one.entryFailed
+				if o.callErr == nil {
+					o.callErr = one.callErr
+				}
+				if t.fifo && !one.clean() {
+					for _, e := range chunk[i+1:] {
+						errs[e.ev] = fmt.Errorf("not sent to %s: an earlier message of this FIFO batch failed", t.queueURL)
+					}
+					break
+				}
+			}
+			return o
+		}
+		for _, e := range chunk {
+			errs[e.ev] = fmt.Errorf("sending %d messages to %s: %w", len(chunk), t.queueURL, err)
+		}
+		return chunkOutcome{callErr: err}
+	}
+	byID := make(map[string]entry, len(chunk))
+	for _, e := range chunk {
+		byID[aws.ToString(e.msg.Id)] = e
+	}
+	var o chunkOutcome
+	o.sent = len(res.Successful) > 0
+	for _, f := range res.Failed {
+		e, ok := byID[aws.ToString(f.Id)]
+		if !ok {
+			t.log.Warn("SQS answered a failure for an entry that was not sent", "queue", t.queueURL, "entry", aws.ToString(f.Id))
+			continue
+		}
+		o.entryFailed = true
+		errs[e.ev] = entryError(f, t.queueURL)
+	}
+	// An entry in neither list is not known to be sent: fail it, retryable.
+	answered := make(map[string]bool, len(res.Successful))
+	for _, s := range res.Successful {
+		answered[aws.ToString(s.Id)] = true
+	}
+	for _, f := range res.Failed {
+		answered[aws.ToString(f.Id)] = true
+	}
+	for _, e := range chunk {
+		if !answered[aws.ToString(e.msg.Id)] {
+			o.entryFailed = true
+			errs[e.ev] = fmt.Errorf("sending a message to %s: SQS's answer does not mention entry %s", t.queueURL, aws.ToString(e.msg.Id))
+		}
+	}
+	return o
+}
