@@ -25,6 +25,7 @@ import (
 
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/retry"
 	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/source/sqs"
 	"github.com/pipesproject/pipes/target/httptarget"
@@ -224,6 +225,16 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 	tgt, err := r.targets[s.Target.Type](ctx, s, env)
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
+	}
+	if rp := s.Target.Retry; rp != nil {
+		retries := env.Metrics.TargetRetries.WithLabelValues(s.Name)
+		tgt = retry.Wrap(tgt, retry.Policy{
+			MaxAttempts: rp.MaxAttempts, Backoff: rp.Backoff, MinDelay: rp.MinDelay,
+			MaxDelay: rp.MaxDelay, MaxEventAge: rp.MaxEventAge, Jitter: rp.Jitter,
+		}, retry.Options{
+			Logger:  env.Logger.With("pipe", s.Name),
+			OnRetry: func(n int) { retries.Add(float64(n)) },
+		})
 	}
 	var dead pipe.Target
 	if dl := s.DeadLetter; dl != nil {

@@ -224,6 +224,7 @@ func (p *Pipe) finishBatch(ctx context.Context, items []*item, v []verdict, targ
 	var toDelete, toFail, toRelease, toDead []*item
 	var deadV []verdict
 	failed := 0
+	throttled := IsThrottled(targetErr)
 	for i, it := range items {
 		switch v[i].outcome {
 		case Succeeded:
@@ -236,6 +237,7 @@ func (p *Pipe) finishBatch(ctx context.Context, items []*item, v []verdict, targ
 			toRelease = append(toRelease, it)
 		default:
 			failed++
+			throttled = throttled || IsThrottled(v[i].err)
 			p.countFailure(v[i].stage)
 			p.exec.itemFailed(ctx, it.msg, v[i].stage, v[i].err)
 			if p.deadLetterable(v[i].err) {
@@ -299,7 +301,7 @@ func (p *Pipe) finishBatch(ctx context.Context, items []*item, v []verdict, targ
 			p.mu.Lock()
 		}
 	}
-	p.ctl.batchDone(targetErr != nil || failed == len(items) && failed > 0, IsThrottled(targetErr))
+	p.ctl.batchDone(targetErr != nil || failed == len(items) && failed > 0, throttled)
 	p.mu.Unlock()
 	p.signal()
 }

@@ -14,6 +14,7 @@ type Metrics struct {
 	DeleteFailures   *prometheus.CounterVec
 	Released         *prometheus.CounterVec
 	DeadLettered     *prometheus.CounterVec
+	TargetRetries    *prometheus.CounterVec
 	EmptyReceives    *prometheus.CounterVec
 	Extended         *prometheus.CounterVec
 	Batches          *prometheus.CounterVec
@@ -47,6 +48,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		DeleteFailures:   counter("delete_failures_total", "Messages whose delete failed after retries (they will be delivered again)."),
 		Released:         counter("messages_released_total", "Messages given back to the queue with a visibility change (shutdown, retry backoff)."),
 		DeadLettered:     counter("messages_dead_lettered_total", "Messages sent to the pipe's dead-letter target (then deleted from the source)."),
+		TargetRetries:    counter("target_retries_total", "Events delivered again by the target's retry policy, inside the runner."),
 		EmptyReceives:    counter("empty_receives_total", "Receives that returned no message."),
 		Extended:         counter("visibility_extended_total", "Messages whose visibility was extended by the heartbeat."),
 		Batches:          counter("batches_total", "Batches handed to the target (Pipes' Invocations)."),
@@ -68,7 +70,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Received, m.Filtered, m.Delivered, m.Failed, m.Deleted, m.DeleteFailures,
-			m.Released, m.DeadLettered, m.EmptyReceives, m.Extended, m.Batches, m.Concurrency, m.InFlight, m.InFlightBytes,
+			m.Released, m.DeadLettered, m.TargetRetries, m.EmptyReceives, m.Extended, m.Batches, m.Concurrency, m.InFlight, m.InFlightBytes,
 			m.APICalls, m.TargetDuration, m.MessageAge, m.PossibleDupes, m.ExecutionFailed, m.ExecutionPartial)
 	}
 	return m
