@@ -256,7 +256,7 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 	if err != nil {
 		return nil, err
 	}
-	enr, err := Enricher(s)
+	enr, err := EnricherWith(ctx, s, env)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,10 @@
 package pipes
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/pipesproject/pipes/config"
@@ -41,18 +43,7 @@ func checkStages(s config.Pipe) config.Errors {
 		}
 	}
 	if e := s.Enrichment; e != nil {
-		switch {
-		case e.Type != "jq":
-			errs = append(errs, &config.Error{Pos: e.Pos, Field: "enrichment.type",
-				Msg: fmt.Sprintf("enrichment type %q is not available in this build yet (have jq)", e.Type)})
-		case e.InputTemplate != "":
-			errs = append(errs, &config.Error{Pos: e.Pos, Field: "enrichment.input_template",
-				Msg: "a jq enrichment takes no input_template: the jq program is the transformation"})
-		default:
-			if _, err := enrich.NewJQ(e.JQ); err != nil {
-				errs = append(errs, &config.Error{Pos: e.Pos, Field: "enrichment.jq", Msg: err.Error()})
-			}
-		}
+		errs = append(errs, checkEnrichment(e)...)
 	}
 	if src := s.Target.InputTemplate; src != "" {
 		if _, err := template.Parse(src); err != nil {
@@ -80,20 +71,114 @@ func templateVars(s config.Pipe) template.Vars {
 	return v
 }
 
-// Enricher makes a pipe's enrichment stage (nil when the file has none).
+// checkEnrichment checks what config cannot: the jq program, the input
+// template and the http enrichment's parameters.
+func checkEnrichment(e *config.Enrichment) config.Errors {
+	var errs config.Errors
+	bad := func(field, msg string) {
+		errs = append(errs, &config.Error{Pos: e.Pos, Field: "enrichment." + field, Msg: msg})
+	}
+	if e.Type == "jq" {
+		if e.InputTemplate != "" {
+			bad("input_template", "a jq enrichment takes no input_template: the jq program is the transformation")
+		} else if _, err := enrich.NewJQ(e.JQ); err != nil {
+			bad("jq", err.Error())
+		}
+		return errs
+	}
+	var tmpl *template.Template
+	if e.InputTemplate != "" {
+		t, err := template.Parse(e.InputTemplate)
+		if err != nil {
+			bad("input_template", err.Error())
+		}
+		tmpl = t
+	}
+	switch e.Type {
+	case "http":
+		if _, err := enrich.NewHTTP(httpEnrichmentConfig(e, tmpl, template.Vars{}, nil)); err != nil {
+			bad("url", err.Error())
+		}
+	case "lambda":
+		if e.FunctionName == "" {
+			bad("function_name", "function_name is required for a lambda enrichment")
+		}
+	default:
+		bad("type", fmt.Sprintf("enrichment type %q is not available (have http, lambda, jq)", e.Type))
+	}
+	return errs
+}
+
+func httpEnrichmentConfig(e *config.Enrichment, tmpl *template.Template, vars template.Vars, log *slog.Logger) enrich.HTTPConfig {
+	return enrich.HTTPConfig{
+		URL: e.URL, Method: e.Method, Batch: e.Batch, Headers: e.Headers, Timeout: e.Timeout,
+		InsecureSkipVerify: e.InsecureSkipVerify, Logger: log, Template: tmpl, Vars: vars,
+	}
+}
+
+// Enricher makes a pipe's enrichment stage (nil when the file has none),
+// without a logger or metrics: see EnricherWith.
 func Enricher(s config.Pipe) (pipe.Enricher, error) {
+	return EnricherWith(context.Background(), s, nil)
+}
+
+// EnricherWith makes a pipe's enrichment stage (nil when the file has
+// none). env gives the logger and the metrics that count Lambda calls; nil
+// discards both. It does no network I/O (a lambda enrichment loads the AWS
+// configuration from environment and files). An http enrichment holds
+// idle connections until its Close.
+func EnricherWith(ctx context.Context, s config.Pipe, env *Env) (pipe.Enricher, error) {
 	e := s.Enrichment
 	if e == nil {
 		return nil, nil
 	}
-	if e.Type != "jq" {
-		return nil, fmt.Errorf("enrichment type %q is not available", e.Type)
+	log := slog.New(slog.DiscardHandler)
+	var onCall func(string)
+	if env != nil {
+		if env.Logger != nil {
+			log = env.Logger.With("pipe", s.Name, "stage", "enrichment")
+		}
+		if m := env.Metrics; m != nil {
+			name := s.Name
+			onCall = func(op string) { m.CountCall(name, op) }
+		}
 	}
-	j, err := enrich.NewJQ(e.JQ)
-	if err != nil {
-		return nil, fmt.Errorf("enrichment.jq: %w", err)
+	var tmpl *template.Template
+	if e.InputTemplate != "" && e.Type != "jq" {
+		t, err := template.Parse(e.InputTemplate)
+		if err != nil {
+			return nil, fmt.Errorf("enrichment.input_template: %w", err)
+		}
+		tmpl = t
 	}
-	return j, nil
+	vars := templateVars(s)
+	switch e.Type {
+	case "jq":
+		if e.InputTemplate != "" {
+			return nil, errors.New("enrichment.input_template: a jq enrichment takes no input_template")
+		}
+		j, err := enrich.NewJQ(e.JQ)
+		if err != nil {
+			return nil, fmt.Errorf("enrichment.jq: %w", err)
+		}
+		return j, nil
+	case "http":
+		h, err := enrich.NewHTTP(httpEnrichmentConfig(e, tmpl, vars, log))
+		if err != nil {
+			return nil, fmt.Errorf("enrichment: %w", err)
+		}
+		return h, nil
+	case "lambda":
+		l, err := enrich.NewLambda(ctx, enrich.LambdaConfig{
+			FunctionName: e.FunctionName, Region: e.Region, Endpoint: e.Endpoint, Timeout: e.Timeout,
+			OnCall: onCall, Logger: log, Template: tmpl, Vars: vars,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("enrichment: %w", err)
+		}
+		return l, nil
+	}
+	return nil, fmt.Errorf("enrichment type %q is not available", e.Type)
 }
 
 // Stages makes a pipe's filter and target transformer (nil when the file

@@ -338,8 +338,23 @@ func (p *Pipe) Run(ctx context.Context) error {
 	del.close()
 	bg.Wait()
 	p.releaseRemaining()
+	p.closeAll()
 	p.log.Info("pipe stopped")
 	return nil
+}
+
+// closeAll releases what the source, enrichment and targets hold, once
+// everything is settled.
+func (p *Pipe) closeAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, c := range []any{p.opt.Source, p.opt.Enricher, p.opt.Target, p.opt.DeadLetter} {
+		if cl, ok := c.(Closer); ok && c != nil {
+			if err := cl.Close(ctx); err != nil {
+				p.log.Warn("closing a stage failed", "error", err)
+			}
+		}
+	}
 }
 
 func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
