@@ -73,6 +73,10 @@ type Source struct {
 	// minute while messages keep coming (default 300, Pipes' rate; 1..100000).
 	// Key `scale_up_per_minute`.
 	ScaleUpPerMinute int
+	// RateLimit caps the messages received per second (0: no cap): a token
+	// bucket gates the receives, so messages beyond it stay in the queue
+	// and burn no receive count. Key `rate_limit`.
+	RateLimit float64
 	// RetryBackoff, when set, gives failed items a visibility timeout by
 	// receive count instead of leaving the queue's own. Key `retry_backoff`.
 	RetryBackoff *Backoff

@@ -95,6 +95,10 @@ type Options struct {
 	// DeadLetterOnExhausted sends items whose retries ran out to
 	// DeadLetter instead of back to the queue.
 	DeadLetterOnExhausted bool
+	// RateLimit caps the messages received per second (0: no cap). A token
+	// bucket (burst: one second's worth, at least 10) gates the receives, so
+	// messages beyond the rate stay in the queue and burn no receive count.
+	RateLimit float64
 	// RetryBackoff, when set, gives failed items a visibility by receive
 	// count; otherwise they wait out the visibility they have.
 	RetryBackoff *Backoff
@@ -148,6 +152,8 @@ type Pipe struct {
 	tracked     map[*item]struct{}
 	errUntil    time.Time
 	lastErr     error
+	tokens      float64 // rate limit bucket
+	tokensAt    time.Time
 	avgSize     float64 // running mean of message sizes, for budget reservations
 	sizeSamples int
 	errCount    int
@@ -416,7 +422,7 @@ func (p *Pipe) schedule(poll, work context.Context, batches, receives *conc.Wait
 	for {
 		p.dispatch(work, batches, del)
 		var budgetWait <-chan struct{}
-		var errWait <-chan time.Time
+		var errWait, rateWait <-chan time.Time
 		p.mu.Lock()
 		if p.opt.Drain && p.drained {
 			p.mu.Unlock()
@@ -433,6 +439,14 @@ func (p *Pipe) schedule(poll, work context.Context, batches, receives *conc.Wait
 				break
 			}
 			n := min(MaxReceive, room)
+			if p.opt.RateLimit > 0 {
+				avail := p.takeTokensLocked(n)
+				if avail < 1 {
+					rateWait = time.After(time.Duration((1 - p.tokens) / p.opt.RateLimit * float64(time.Second)))
+					break
+				}
+				n = avail
+			}
 			var est int64
 			if p.opt.Budget.Limit() > 0 {
 				if p.sizeSamples == 0 && p.receiving > 0 {
@@ -456,6 +470,7 @@ func (p *Pipe) schedule(poll, work context.Context, batches, receives *conc.Wait
 		case <-p.wake:
 		case <-budgetWait:
 		case <-errWait:
+		case <-rateWait:
 		case now := <-tick.C:
 			p.mu.Lock()
 			c, reason := p.ctl.tick(now)
@@ -468,6 +483,22 @@ func (p *Pipe) schedule(poll, work context.Context, batches, receives *conc.Wait
 			}
 		}
 	}
+}
+
+// takeTokensLocked takes up to n whole tokens from the rate limit bucket
+// and returns how many it took.
+func (p *Pipe) takeTokensLocked(n int) int {
+	now := time.Now()
+	burst := max(p.opt.RateLimit, MaxReceive)
+	if p.tokensAt.IsZero() {
+		p.tokens = burst
+	} else {
+		p.tokens = min(burst, p.tokens+now.Sub(p.tokensAt).Seconds()*p.opt.RateLimit)
+	}
+	p.tokensAt = now
+	took := min(n, int(p.tokens))
+	p.tokens -= float64(took)
+	return took
 }
 
 // pollersLocked is how many receives may be under way: one when the queue
@@ -499,6 +530,9 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 	defer p.mu.Unlock()
 	p.receiving--
 	p.reserved -= n
+	if p.opt.RateLimit > 0 {
+		p.tokens += float64(n - len(msgs)) // what was not received is not spent
+	}
 	got := 0
 	for _, m := range msgs {
 		got += m.Size()

@@ -610,3 +610,34 @@ func TestSIGTERMWithAThousandBatchesInFlightReleasesEverythingWithinTheTimeout(t
 	}
 	t.Logf("stopped in %v with 1000 batches in flight; %d delivered, %d released", took, st.Deleted, st.Visible)
 }
+
+func TestRateLimitGatesReceivesSoTheQueueKeepsWhatIsNotTaken(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{})
+	send(t, q, bodies(60, `{"n":%d}`)...)
+	var mu sync.Mutex
+	var times []time.Time
+	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for range events {
+			times = append(times, time.Now())
+		}
+		return pipe.Result{}, nil
+	})
+	start := time.Now()
+	runDrain(t, pipe.Options{Source: drainable{q}, Target: target, RateLimit: 20, InitialConcurrency: 50})
+	if len(times) != 60 {
+		t.Fatalf("delivered %d, want 60", len(times))
+	}
+	// A token bucket of 20/s with a burst of 20: by time t at most
+	// 20 + 20·t messages can have been received.
+	for i, at := range times {
+		if allowed := 20 + 20*at.Sub(start).Seconds(); float64(i+1) > allowed+1 {
+			t.Fatalf("message %d delivered %v after start: more than the rate allows (%.0f)", i+1, at.Sub(start), allowed)
+		}
+	}
+	if st := q.Stats(); st.Received != 60 {
+		t.Errorf("received %d times, want each message once: a rate limit must not burn receive counts", st.Received)
+	}
+}
