@@ -449,13 +449,16 @@ func (p *Pipe) schedule(poll, work context.Context, batches, receives *conc.Wait
 			}
 			var est int64
 			if p.opt.Budget.Limit() > 0 {
-				if p.sizeSamples == 0 && p.receiving > 0 {
-					break // the first receive tells how large messages are
+				ok, ch := p.sizeSamples > 0 || p.receiving == 0, (<-chan struct{})(nil)
+				if ok { // else the first receive tells how large messages are
+					est = int64(n) * max(int64(p.avgSize), 256)
+					ok, ch = p.opt.Budget.Reserve(est)
 				}
-				est = int64(n) * max(int64(p.avgSize), 256)
-				ok, ch := p.opt.Budget.Reserve(est)
 				if !ok {
 					budgetWait = ch
+					if p.opt.RateLimit > 0 {
+						p.tokens += float64(n) // not received: not spent
+					}
 					break
 				}
 			}
