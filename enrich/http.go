@@ -12,9 +12,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/pipesproject/pipes/internal/httpclass"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -121,7 +121,7 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if method == "" {
 		method = http.MethodPost
 	}
-	if !isToken(method) {
+	if !httpclass.IsToken(method) {
 		problems = append(problems, fmt.Errorf("method %q is not a valid HTTP method", cfg.Method))
 	}
 	timeout := cfg.Timeout
@@ -138,11 +138,11 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	}
 	var secrets [][]byte
 	for name, value := range cfg.Headers {
-		if !isToken(name) {
+		if !httpclass.IsToken(name) {
 			problems = append(problems, fmt.Errorf("header name %q is not valid", name))
 			continue
 		}
-		if !validHeaderValue(value) {
+		if !httpclass.ValidHeaderValue(value) {
 			problems = append(problems, fmt.Errorf("header %s has an invalid value (control characters)", name))
 			continue
 		}
@@ -274,45 +274,16 @@ func (h *HTTP) invoke(ctx context.Context, body []byte) ([]byte, error) {
 	}
 	buf := make([]byte, 4<<10)
 	n, _ := io.ReadFull(resp.Body, buf)
-	statusErr := fmt.Errorf("answered %d %s", status, http.StatusText(status))
-	if s := h.snippet(buf[:n]); s != "" {
-		statusErr = fmt.Errorf("answered %d %s: %q", status, http.StatusText(status), s)
-	}
-	switch {
-	case status == http.StatusTooManyRequests:
-		return nil, pipe.Throttled(statusErr)
-	case status == http.StatusRequestTimeout || status >= 500:
-		return nil, statusErr
-	case status >= 300 && status <= 399:
-		return nil, pipe.Permanent(fmt.Errorf("%w (redirects are not followed: set url to the final address)", statusErr))
-	default:
-		return nil, pipe.Permanent(statusErr)
-	}
+	return nil, httpclass.Failure(status, h.snippet(buf[:n]))
 }
 
 // snippet returns the start of a failed answer scrubbed of header values,
 // on one line, at most maxSnippet bytes.
 func (h *HTTP) snippet(b []byte) string {
-	longest := 0
-	for _, s := range h.secrets {
-		longest = max(longest, len(s))
-	}
 	if len(b) == 4<<10 { // cut by the read: drop a tail that could hold half a secret
-		b = b[:max(0, len(b)-longest)]
+		b = b[:max(0, len(b)-httpclass.LongestSecret(h.secrets))]
 	}
-	for _, s := range h.secrets {
-		b = bytes.ReplaceAll(b, s, []byte("[redacted]"))
-	}
-	var sb strings.Builder
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r == utf8.RuneError && size <= 1 || unicode.IsControl(r) {
-			r = ' '
-		}
-		sb.WriteRune(r)
-		b = b[size:]
-	}
-	s := strings.Join(strings.Fields(sb.String()), " ")
+	s := httpclass.Scrub(b, h.secrets)
 	if len(s) > maxSnippet {
 		cut := maxSnippet
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
@@ -321,32 +292,4 @@ func (h *HTTP) snippet(b []byte) string {
 		s = s[:cut] + "…"
 	}
 	return s
-}
-
-// isToken reports whether s is an HTTP token (RFC 9110), as header names
-// and methods must be.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderValue reports whether v can be sent as a header value.
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }

@@ -69,7 +69,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout), newTestCmd(stdin, stdout), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout), newTestCmd(stdin, stdout), newDLQCmd(stdout, stderr), newVersionCmd(stdout))
 	return root
 }
 

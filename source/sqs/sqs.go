@@ -14,11 +14,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/smithy-go/middleware"
 
+	"github.com/pipesproject/pipes/internal/awsclient"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -101,38 +99,25 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	var awsCfg aws.Config
-	if cfg.AWSConfig != nil {
-		awsCfg = cfg.AWSConfig.Copy()
-	} else {
-		loaded, err := awsconfig.LoadDefaultConfig(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("loading the AWS configuration for SQS queue %s: %w", cfg.queueName(), err)
-		}
-		awsCfg = loaded
+	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading the AWS configuration for SQS queue %s: %w", cfg.queueName(), err)
 	}
 	region := cfg.Region
 	if region == "" && cfg.QueueARN != "" {
 		a, _ := parseQueueARN(cfg.QueueARN) // validated above
 		region = a.region
 	}
-	if region == "" && awsCfg.Region == "" && cfg.QueueURL != "" {
-		region = regionFromURL(cfg.QueueURL)
+	var guess string
+	if cfg.QueueURL != "" {
+		guess = regionFromURL(cfg.QueueURL)
 	}
-	if region == "" && awsCfg.Region == "" {
+	region, ok := awsclient.Region(awsCfg, region, guess)
+	if !ok {
 		return nil, fmt.Errorf("configuring SQS source %s: no AWS region: set the source's region, AWS_REGION or a profile's region", cfg.queueName())
 	}
-	client := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
-		if region != "" {
-			o.Region = region
-		}
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-		if cfg.OnCall != nil {
-			o.APIOptions = append(o.APIOptions, onCallMiddleware(cfg.OnCall))
-		}
-	})
+	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall}
+	client := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return newSource(cfg, client, client.Options().Region), nil
 }
 
@@ -186,25 +171,11 @@ func (c Config) queueName() string {
 	return "(no queue)"
 }
 
-// onCallMiddleware calls f once per attempt: it sits in the finalize step
-// after the SDK's retry middleware, so every retry passes through it.
-func onCallMiddleware(f func(string)) func(*middleware.Stack) error {
-	return func(s *middleware.Stack) error {
-		return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("pipesOnCall",
-			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-				f(awsmiddleware.GetOperationName(ctx))
-				return next.HandleFinalize(ctx, in)
-			}), middleware.After)
-	}
-}
-
 // Close releases the idle connections of the client's HTTP client when it
 // has any to release. It does not block and never fails.
 func (s *Source) Close(ctx context.Context) error {
 	if c, ok := s.api.(*sqs.Client); ok {
-		if h, ok := c.Options().HTTPClient.(interface{ CloseIdleConnections() }); ok {
-			h.CloseIdleConnections()
-		}
+		awsclient.CloseIdleConnections(c.Options().HTTPClient)
 	}
 	return nil
 }

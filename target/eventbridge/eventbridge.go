@@ -23,17 +23,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
-	"github.com/aws/smithy-go/middleware"
 
+	"github.com/pipesproject/pipes/internal/awsclient"
+	"github.com/pipesproject/pipes/internal/batching"
+	"github.com/pipesproject/pipes/internal/param"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -104,14 +102,15 @@ type eventsAPI interface {
 // a pipe calls Deliver from many batches at once, sharing one client.
 type Target struct {
 	api         eventsAPI
-	bus         param
-	source      param
-	detailType  param
+	bus         param.Param
+	source      param.Param
+	detailType  param.Param
 	vars        template.Vars
 	fromRecord  bool
 	timeout     time.Duration
 	maxParallel int
 	log         *slog.Logger
+	calls       batching.Calls[entry]
 }
 
 var (
@@ -128,34 +127,16 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	var awsCfg aws.Config
-	if cfg.AWSConfig != nil {
-		awsCfg = cfg.AWSConfig.Copy()
-	} else {
-		loaded, err := awsconfig.LoadDefaultConfig(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("loading the AWS configuration for the EventBridge target: %w", err)
-		}
-		awsCfg = loaded
+	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading the AWS configuration for the EventBridge target: %w", err)
 	}
-	region := cfg.Region
-	if region == "" && awsCfg.Region == "" {
-		region = regionFromARN(cfg.EventBusName)
-	}
-	if region == "" && awsCfg.Region == "" {
+	region, ok := awsclient.Region(awsCfg, cfg.Region, awsclient.RegionFromARN(cfg.EventBusName))
+	if !ok {
 		return nil, errors.New("configuring the EventBridge target: no AWS region: set the target's region, AWS_REGION or a profile's region")
 	}
-	t.api = eventbridge.NewFromConfig(awsCfg, func(o *eventbridge.Options) {
-		if region != "" {
-			o.Region = region
-		}
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-		if cfg.OnCall != nil {
-			o.APIOptions = append(o.APIOptions, onCallMiddleware(cfg.OnCall))
-		}
-	})
+	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall}
+	t.api = eventbridge.NewFromConfig(awsCfg, func(o *eventbridge.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return t, nil
 }
 
@@ -166,21 +147,21 @@ func newTarget(cfg Config) (*Target, error) {
 	if busName == "" {
 		busName = DefaultBus
 	}
-	bus, err := parseParam("event bus name", busName)
+	bus, err := param.Parse("event bus name", busName)
 	if err != nil {
 		problems = append(problems, err)
 	}
 	if cfg.Source == "" {
 		problems = append(problems, errors.New("source is required"))
 	}
-	source, err := parseParam("source", cfg.Source)
+	source, err := param.Parse("source", cfg.Source)
 	if err != nil {
 		problems = append(problems, err)
 	}
 	if cfg.DetailType == "" {
 		problems = append(problems, errors.New("detail type is required"))
 	}
-	detailType, err := parseParam("detail type", cfg.DetailType)
+	detailType, err := param.Parse("detail type", cfg.DetailType)
 	if err != nil {
 		problems = append(problems, err)
 	}
@@ -212,40 +193,18 @@ func newTarget(cfg Config) (*Target, error) {
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
+	t.calls = batching.Calls[entry]{
+		Build: t.entry, Split: batching.SplitBy(MaxBatch, MaxBatchBytes, func(e entry) int { return e.size }),
+		MaxParallel: t.maxParallel, Send: t.send,
+	}
 	return t, nil
-}
-
-// regionFromARN returns the region of a bus ARN, "" for a name.
-func regionFromARN(s string) string {
-	if !strings.HasPrefix(s, "arn:") {
-		return ""
-	}
-	parts := strings.SplitN(s, ":", 6)
-	if len(parts) < 6 {
-		return ""
-	}
-	return parts[3]
-}
-
-// onCallMiddleware calls f once per attempt: it sits in the finalize step
-// after the SDK's retry middleware, so every retry passes through it.
-func onCallMiddleware(f func(string)) func(*middleware.Stack) error {
-	return func(s *middleware.Stack) error {
-		return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("pipesOnCall",
-			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-				f(awsmiddleware.GetOperationName(ctx))
-				return next.HandleFinalize(ctx, in)
-			}), middleware.After)
-	}
 }
 
 // Close releases the idle connections of the client's HTTP client. It does
 // not wait for deliveries in flight; call it once the pipe has stopped.
 func (t *Target) Close(context.Context) error {
 	if c, ok := t.api.(*eventbridge.Client); ok {
-		if h, ok := c.Options().HTTPClient.(interface{ CloseIdleConnections() }); ok {
-			h.CloseIdleConnections()
-		}
+		awsclient.CloseIdleConnections(c.Options().HTTPClient)
 	}
 	return nil
 }
@@ -267,71 +226,11 @@ type entry struct {
 // every call failed as a whole, Deliver returns that error instead
 // (Throttled when any call was throttled, so that the pipe slows down).
 func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
-	if len(events) == 0 {
-		return pipe.Result{}, nil
+	res, err := t.calls.Deliver(ctx, events)
+	if err != nil {
+		return pipe.Result{}, fmt.Errorf("putting %d events on EventBridge: %w", len(events), err)
 	}
-	errs := make([]error, len(events))
-	entries := make([]entry, 0, len(events))
-	for i, ev := range events {
-		e, err := t.entry(i, ev)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		entries = append(entries, e)
-	}
-	prepFailed := len(entries) < len(events)
-
-	chunks := split(entries)
-	out := make([]chunkOutcome, len(chunks))
-	if t.maxParallel == 1 || len(chunks) == 1 {
-		for i, c := range chunks {
-			out[i] = t.send(ctx, c, errs)
-		}
-	} else {
-		sem := make(chan struct{}, t.maxParallel)
-		var wg sync.WaitGroup
-		for i, c := range chunks {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				out[i] = t.send(ctx, c, errs)
-			})
-		}
-		wg.Wait()
-	}
-
-	var callErr error
-	sent, entryFailed := false, prepFailed
-	for _, o := range out {
-		sent = sent || o.sent
-		entryFailed = entryFailed || o.entryFailed
-		if o.callErr != nil && (callErr == nil || pipe.IsThrottled(o.callErr) && !pipe.IsThrottled(callErr)) {
-			callErr = o.callErr
-		}
-	}
-	if callErr != nil && !sent && !entryFailed {
-		return pipe.Result{}, fmt.Errorf("putting %d events on EventBridge: %w", len(events), callErr)
-	}
-	return result(events, errs), nil
-}
-
-// result turns per-event errors into item failures, one per message.
-func result(events []*pipe.Event, errs []error) pipe.Result {
-	var r pipe.Result
-	seen := map[string]bool{}
-	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		id := events[i].ID()
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		r.Failures = append(r.Failures, pipe.ItemFailure{ID: id, Err: err})
-	}
-	return r
+	return res, nil
 }
 
 // entry builds the EventBridge event of one pipe event.
@@ -341,14 +240,14 @@ func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
 	}
 	view := ev
 	if t.fromRecord {
-		view = recordView(ev)
+		view = param.RecordView(ev)
 	}
-	bus := t.bus.render(view, t.vars)
-	source := t.source.render(view, t.vars)
-	detailType := t.detailType.render(view, t.vars)
+	bus := t.bus.Render(view, t.vars)
+	source := t.source.Render(view, t.vars)
+	detailType := t.detailType.Render(view, t.vars)
 	for _, p := range []struct {
 		name, value string
-		param       param
+		param       param.Param
 	}{{"event bus name", bus, t.bus}, {"source", source, t.source}, {"detail type", detailType, t.detailType}} {
 		if p.value == "" {
 			return entry{}, pipe.Permanent(fmt.Errorf("message %s: the %s %q rendered empty", ev.ID(), p.name, p.param))
@@ -381,36 +280,11 @@ func snippet(p []byte) string {
 	return fmt.Sprintf("%q…", p[:n])
 }
 
-// split cuts entries into calls of at most MaxBatch entries and
-// MaxBatchBytes; an entry larger than that goes alone.
-func split(entries []entry) [][]entry {
-	var chunks [][]entry
-	start, size := 0, 0
-	for i, e := range entries {
-		if i > start && (i-start == MaxBatch || size+e.size > MaxBatchBytes) {
-			chunks = append(chunks, entries[start:i])
-			start, size = i, 0
-		}
-		size += e.size
-	}
-	if start < len(entries) {
-		chunks = append(chunks, entries[start:])
-	}
-	return chunks
-}
-
-// chunkOutcome is what became of one call's entries.
-type chunkOutcome struct {
-	sent        bool  // EventBridge took at least one entry
-	entryFailed bool  // EventBridge refused at least one entry by itself
-	callErr     error // a call failed as a whole
-}
-
 // send makes one PutEvents call for chunk and records each entry's error
 // in errs. A call refused for what may be one entry's fault (validation) is
 // retried one entry per call when it had several, so that one bad entry
 // fails alone.
-func (t *Target) send(ctx context.Context, chunk []entry, errs []error) chunkOutcome {
+func (t *Target) send(ctx context.Context, chunk []entry, errs []error) batching.Outcome {
 	reqs := make([]types.PutEventsRequestEntry, len(chunk))
 	for i, e := range chunk {
 		reqs[i] = e.req
@@ -419,39 +293,30 @@ func (t *Target) send(ctx context.Context, chunk []entry, errs []error) chunkOut
 	defer cancel()
 	res, err := t.api.PutEvents(callCtx, &eventbridge.PutEventsInput{Entries: reqs})
 	if err != nil {
-		err = classify(err)
-		if len(chunk) > 1 && entrySpecific(err) && ctx.Err() == nil {
-			var o chunkOutcome
-			for i := range chunk {
-				one := t.send(ctx, chunk[i:i+1], errs)
-				o.sent = o.sent || one.sent
-				o.entryFailed = o.entryFailed || one.entryFailed
-				if o.callErr == nil {
-					o.callErr = one.callErr
-				}
-			}
-			return o
+		err = classifier.Classify(err)
+		if len(chunk) > 1 && awsclient.EntrySpecific(err, entrySpecificCodes) && ctx.Err() == nil {
+			return t.calls.OneByOne(ctx, chunk, errs)
 		}
 		for _, e := range chunk {
 			errs[e.ev] = fmt.Errorf("putting %d events on EventBridge: %w", len(chunk), err)
 		}
-		return chunkOutcome{callErr: err}
+		return batching.Outcome{CallErr: err}
 	}
 	// Result entries answer request entries by position.
-	var o chunkOutcome
+	var o batching.Outcome
 	for i, e := range chunk {
 		if i >= len(res.Entries) {
-			o.entryFailed = true
+			o.EntryFailed = true
 			errs[e.ev] = fmt.Errorf("putting an event on EventBridge: the answer has %d entries for %d events", len(res.Entries), len(chunk))
 			continue
 		}
 		r := res.Entries[i]
 		if code := aws.ToString(r.ErrorCode); code != "" {
-			o.entryFailed = true
+			o.EntryFailed = true
 			errs[e.ev] = entryError(code, aws.ToString(r.ErrorMessage), aws.ToString(e.req.EventBusName))
 			continue
 		}
-		o.sent = true
+		o.Sent = true
 	}
 	return o
 }

@@ -23,9 +23,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/pipesproject/pipes/internal/batching"
+	"github.com/pipesproject/pipes/internal/httpclass"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -119,7 +119,7 @@ func New(cfg Config) (*Target, error) {
 	if method == "" {
 		method = defaultMethod
 	}
-	if !isToken(method) {
+	if !httpclass.IsToken(method) {
 		problems = append(problems, fmt.Errorf("method %q is not a valid HTTP method", cfg.Method))
 	}
 	timeout := cfg.Timeout
@@ -145,11 +145,11 @@ func New(cfg Config) (*Target, error) {
 	var host string
 	var secrets [][]byte
 	for name, value := range cfg.Headers {
-		if !isToken(name) {
+		if !httpclass.IsToken(name) {
 			problems = append(problems, fmt.Errorf("header name %q is not valid", name))
 			continue
 		}
-		if !validHeaderValue(value) {
+		if !httpclass.ValidHeaderValue(value) {
 			// Never quote the value: it may be a secret.
 			problems = append(problems, fmt.Errorf("header %q has a value with control characters", name))
 			continue
@@ -245,19 +245,7 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 }
 
 func (t *Target) deliverBatch(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
-	size := 2 + len(events)
-	for _, ev := range events {
-		size += len(ev.Payload)
-	}
-	body := make([]byte, 0, size)
-	body = append(body, '[')
-	for i, ev := range events {
-		if i > 0 {
-			body = append(body, ',')
-		}
-		body = appendPayload(body, ev.Payload)
-	}
-	body = append(body, ']')
+	body := batching.JSONArray(events)
 
 	var result pipe.Result
 	err := t.send(ctx, body, true, func(status int, answer io.Reader) error {
@@ -274,7 +262,7 @@ func (t *Target) deliverBatch(ctx context.Context, events []*pipe.Event) (pipe.R
 			reason := strings.TrimPrefix(err.Error(), pipe.ErrMalformedAnswer.Error())
 			reason = strings.TrimPrefix(reason, ": ")
 			return fmt.Errorf("answered %d: %w: %s; answer: %q", status, pipe.ErrMalformedAnswer,
-				t.scrub([]byte(reason)), t.snippetOf(data))
+				httpclass.Scrub([]byte(reason), t.secrets), t.snippetOf(data))
 		}
 		result = r
 		return nil
@@ -381,24 +369,7 @@ func (t *Target) send(ctx context.Context, body []byte, isJSON bool, onSuccess f
 		return onSuccess(status, resp.Body)
 	}
 
-	snippet := t.snippet(resp.Body)
-	// The status text is ours, not the server's reason phrase, which could
-	// echo anything.
-	statusErr := fmt.Errorf("answered %d %s", status, http.StatusText(status))
-	if snippet != "" {
-		statusErr = fmt.Errorf("answered %d %s: %q", status, http.StatusText(status), snippet)
-	}
-	switch {
-	case status == http.StatusTooManyRequests:
-		return pipe.Throttled(statusErr)
-	case status == http.StatusRequestTimeout || status >= 500:
-		return statusErr
-	case status >= 300 && status <= 399:
-		return pipe.Permanent(fmt.Errorf("%w (redirects are not followed: set url to the final address)", statusErr))
-	default:
-		// Other 4xx, and 1xx answers that are not interim.
-		return pipe.Permanent(statusErr)
-	}
+	return httpclass.Failure(status, t.snippet(resp.Body))
 }
 
 // snippet reads the start of a failed answer and returns it scrubbed of
@@ -415,49 +386,9 @@ func (t *Target) snippetOf(answer []byte) string {
 	if len(answer) > snippetRead {
 		// Drop a tail that could hold the start of a secret cut by the
 		// limit, before scrubbing.
-		answer = answer[:max(0, snippetRead-t.longestSecret())]
+		answer = answer[:max(0, snippetRead-httpclass.LongestSecret(t.secrets))]
 	}
-	return truncate(t.scrub(answer), maxSnippet)
-}
-
-func (t *Target) longestSecret() int {
-	n := 0
-	for _, s := range t.secrets {
-		n = max(n, len(s))
-	}
-	return n
-}
-
-// scrub replaces header values in b and turns control characters and
-// invalid UTF-8 into spaces.
-func (t *Target) scrub(b []byte) string {
-	for _, s := range t.secrets {
-		b = bytes.ReplaceAll(b, s, []byte("[redacted]"))
-	}
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r == utf8.RuneError && size <= 1 || unicode.IsControl(r) {
-			r = ' '
-		}
-		sb.WriteRune(r)
-		b = b[size:]
-	}
-	return strings.Join(strings.Fields(sb.String()), " ")
-}
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
+	return httpclass.Truncate(httpclass.Scrub(answer, t.secrets), maxSnippet)
 }
 
 // inBatch returns whether an id names an event of the batch.
@@ -480,46 +411,4 @@ func inBatch(events []*pipe.Event) func(string) bool {
 		_, ok := ids[id]
 		return ok
 	}
-}
-
-// appendPayload appends p to b as a JSON value: as is when p is valid JSON,
-// else as a JSON string.
-func appendPayload(b, p []byte) []byte {
-	if json.Valid(p) {
-		return append(b, p...)
-	}
-	s, err := json.Marshal(string(p))
-	if err != nil { // a string always encodes
-		panic(fmt.Sprintf("encoding a payload as a JSON string: %v", err))
-	}
-	return append(b, s...)
-}
-
-// isToken reports whether s is an HTTP token (RFC 9110), as header names
-// and methods must be.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderValue reports whether v can be sent as a header value: no
-// control characters other than tab.
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }

@@ -24,17 +24,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
-	"github.com/aws/smithy-go/middleware"
 
+	"github.com/pipesproject/pipes/internal/awsclient"
+	"github.com/pipesproject/pipes/internal/batching"
+	"github.com/pipesproject/pipes/internal/httpclass"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -157,21 +155,12 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("configuring the Lambda target %s: %w", cfg.FunctionName, errors.Join(problems...))
 	}
-	var awsCfg aws.Config
-	if cfg.AWSConfig != nil {
-		awsCfg = cfg.AWSConfig.Copy()
-	} else {
-		loaded, err := awsconfig.LoadDefaultConfig(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("loading the AWS configuration for the Lambda target %s: %w", cfg.FunctionName, err)
-		}
-		awsCfg = loaded
+	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading the AWS configuration for the Lambda target %s: %w", cfg.FunctionName, err)
 	}
-	region := cfg.Region
-	if region == "" && awsCfg.Region == "" {
-		region = regionFromARN(cfg.FunctionName)
-	}
-	if region == "" && awsCfg.Region == "" {
+	region, ok := awsclient.Region(awsCfg, cfg.Region, awsclient.RegionFromARN(cfg.FunctionName))
+	if !ok {
 		return nil, fmt.Errorf("configuring the Lambda target %s: no AWS region: set the target's region, AWS_REGION or a profile's region", cfg.FunctionName)
 	}
 	t := &Target{function: cfg.FunctionName, invoke: invoke, timeout: cfg.Timeout, log: cfg.Logger}
@@ -181,51 +170,16 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
-	t.api = lambda.NewFromConfig(awsCfg, func(o *lambda.Options) {
-		if region != "" {
-			o.Region = region
-		}
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-		if cfg.OnCall != nil {
-			o.APIOptions = append(o.APIOptions, onCallMiddleware(cfg.OnCall))
-		}
-	})
+	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall}
+	t.api = lambda.NewFromConfig(awsCfg, func(o *lambda.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return t, nil
-}
-
-// regionFromARN returns the region of a function ARN, "" for a name.
-func regionFromARN(s string) string {
-	if !strings.HasPrefix(s, "arn:") {
-		return ""
-	}
-	parts := strings.SplitN(s, ":", 6)
-	if len(parts) < 6 {
-		return ""
-	}
-	return parts[3]
-}
-
-// onCallMiddleware calls f once per attempt: it sits in the finalize step
-// after the SDK's retry middleware, so every retry passes through it.
-func onCallMiddleware(f func(string)) func(*middleware.Stack) error {
-	return func(s *middleware.Stack) error {
-		return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("pipesOnCall",
-			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-				f(awsmiddleware.GetOperationName(ctx))
-				return next.HandleFinalize(ctx, in)
-			}), middleware.After)
-	}
 }
 
 // Close releases the idle connections of the client's HTTP client. It does
 // not wait for deliveries in flight; call it once the pipe has stopped.
 func (t *Target) Close(context.Context) error {
 	if c, ok := t.api.(*lambda.Client); ok {
-		if h, ok := c.Options().HTTPClient.(interface{ CloseIdleConnections() }); ok {
-			h.CloseIdleConnections()
-		}
+		awsclient.CloseIdleConnections(c.Options().HTTPClient)
 	}
 	return nil
 }
@@ -252,7 +206,7 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 		Payload:        batchPayload(events),
 	})
 	if err != nil {
-		return pipe.Result{}, fmt.Errorf("invoking %s with %d events: %w", t.function, len(events), classify(err))
+		return pipe.Result{}, fmt.Errorf("invoking %s with %d events: %w", t.function, len(events), classifier.Classify(err))
 	}
 	if t.invoke == types.InvocationTypeEvent {
 		return pipe.Result{}, nil
@@ -268,29 +222,7 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 }
 
 // batchPayload is the JSON array of the events' payloads.
-func batchPayload(events []*pipe.Event) []byte {
-	size := 2 + len(events)
-	for _, ev := range events {
-		size += len(ev.Payload)
-	}
-	b := make([]byte, 0, size)
-	b = append(b, '[')
-	for i, ev := range events {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if json.Valid(ev.Payload) {
-			b = append(b, ev.Payload...)
-			continue
-		}
-		s, err := json.Marshal(string(ev.Payload))
-		if err != nil { // a string always encodes
-			panic(fmt.Sprintf("encoding a payload as a JSON string: %v", err))
-		}
-		b = append(b, s...)
-	}
-	return append(b, ']')
-}
+func batchPayload(events []*pipe.Event) []byte { return batching.JSONArray(events) }
 
 // functionError reads a function error answer: {"errorType", "errorMessage",
 // …} in Lambda's runtimes, or anything else, quoted.
@@ -305,22 +237,9 @@ func functionError(kind string, payload []byte) *FunctionError {
 	} else {
 		e.Message = string(payload)
 	}
-	e.Type = truncate(e.Type, 256)
-	e.Message = truncate(e.Message, maxFunctionError)
+	e.Type = httpclass.Truncate(e.Type, 256)
+	e.Message = httpclass.Truncate(e.Message, maxFunctionError)
 	return e
-}
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
 }
 
 // inBatch returns whether an id names an event of the batch.

@@ -1,16 +1,13 @@
 package sns
 
 import (
-	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/pipesproject/pipes/internal/awsclient"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -49,74 +46,21 @@ func entryError(f types.BatchResultErrorEntry, topic string) error {
 	return err
 }
 
-// classify marks a failed call's error: Throttled when SNS asked to slow
+// classifier marks a failed call's error: Throttled when SNS asked to slow
 // down; Permanent when retrying cannot help (authorization error, no such
 // topic, invalid parameters, any other 4xx except 408 and 429, a request
 // the SDK refused to send); otherwise it is returned as it is.
-func classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	if isThrottle(err) {
-		return pipe.Throttled(err)
-	}
-	if isPermanent(err) {
-		return pipe.Permanent(err)
-	}
-	return err
+var classifier = awsclient.Classifier{
+	ThrottleCodes: throttleCodes,
+	PermanentCodes: awsclient.Codes("AuthorizationError", "AccessDenied", "AccessDeniedException",
+		"NotFound", "ResourceNotFound", "InvalidClientTokenId", "UnrecognizedClientException",
+		"SignatureDoesNotMatch", "InvalidSecurity",
+		"InvalidParameter", "ParameterValueInvalid", "ValidationException",
+		"BatchEntryIdsNotDistinct", "BatchRequestTooLong", "EmptyBatchRequest",
+		"InvalidBatchEntryId", "TooManyEntriesInBatchRequest",
+		"KMSAccessDenied", "KMSDisabled", "KMSInvalidState", "KMSNotFound", "KMSOptInRequired"),
 }
 
-func isThrottle(err error) bool {
-	var api smithy.APIError
-	if errors.As(err, &api) && throttleCodes[api.ErrorCode()] {
-		return true
-	}
-	if retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary {
-		return true
-	}
-	var re *awshttp.ResponseError
-	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusTooManyRequests
-}
-
-func isPermanent(err error) bool {
-	var invalid *smithy.InvalidParamsError
-	if errors.As(err, &invalid) {
-		return true
-	}
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		switch api.ErrorCode() {
-		case "AuthorizationError", "AccessDenied", "AccessDeniedException",
-			"NotFound", "ResourceNotFound", "InvalidClientTokenId", "UnrecognizedClientException",
-			"SignatureDoesNotMatch", "InvalidSecurity",
-			"InvalidParameter", "ParameterValueInvalid", "ValidationException",
-			"BatchEntryIdsNotDistinct", "BatchRequestTooLong", "EmptyBatchRequest",
-			"InvalidBatchEntryId", "TooManyEntriesInBatchRequest",
-			"KMSAccessDenied", "KMSDisabled", "KMSInvalidState", "KMSNotFound", "KMSOptInRequired":
-			return true
-		}
-	}
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		s := re.HTTPStatusCode()
-		return s >= 400 && s <= 499 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests
-	}
-	return false
-}
-
-// entrySpecific reports whether a refused call may be the fault of one of
-// its entries rather than of the topic or the caller's rights.
-func entrySpecific(err error) bool {
-	if !pipe.IsPermanent(err) {
-		return false
-	}
-	var api smithy.APIError
-	if !errors.As(err, &api) {
-		return false
-	}
-	switch api.ErrorCode() {
-	case "InvalidParameter", "ParameterValueInvalid", "ValidationException", "BatchRequestTooLong":
-		return true
-	}
-	return false
-}
+// entrySpecificCodes are the codes of a refused call that may be the fault
+// of one of its entries rather than of the topic or the caller's rights.
+var entrySpecificCodes = awsclient.Codes("InvalidParameter", "ParameterValueInvalid", "ValidationException", "BatchRequestTooLong")

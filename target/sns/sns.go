@@ -28,19 +28,17 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
-	"github.com/aws/smithy-go/middleware"
 
+	"github.com/pipesproject/pipes/internal/awsclient"
+	"github.com/pipesproject/pipes/internal/batching"
+	"github.com/pipesproject/pipes/internal/param"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -115,13 +113,11 @@ type Target struct {
 	api         snsAPI
 	topicARN    string
 	fifo        bool
-	group       param
-	dedup       param
-	vars        template.Vars
-	fromRecord  bool
+	group       param.MessageGroup
 	timeout     time.Duration
 	maxParallel int
 	log         *slog.Logger
+	calls       batching.Calls[entry]
 }
 
 var (
@@ -137,34 +133,16 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	var awsCfg aws.Config
-	if cfg.AWSConfig != nil {
-		awsCfg = cfg.AWSConfig.Copy()
-	} else {
-		loaded, err := awsconfig.LoadDefaultConfig(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("loading the AWS configuration for the SNS target %s: %w", cfg.TopicARN, err)
-		}
-		awsCfg = loaded
+	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading the AWS configuration for the SNS target %s: %w", cfg.TopicARN, err)
 	}
-	region := cfg.Region
-	if region == "" && awsCfg.Region == "" {
-		region = regionFromARN(cfg.TopicARN)
-	}
-	if region == "" && awsCfg.Region == "" {
+	region, ok := awsclient.Region(awsCfg, cfg.Region, awsclient.RegionFromARN(cfg.TopicARN))
+	if !ok {
 		return nil, fmt.Errorf("configuring the SNS target %s: no AWS region: set the target's region, AWS_REGION or a profile's region", cfg.TopicARN)
 	}
-	t.api = sns.NewFromConfig(awsCfg, func(o *sns.Options) {
-		if region != "" {
-			o.Region = region
-		}
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-		if cfg.OnCall != nil {
-			o.APIOptions = append(o.APIOptions, onCallMiddleware(cfg.OnCall))
-		}
-	})
+	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall}
+	t.api = sns.NewFromConfig(awsCfg, func(o *sns.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return t, nil
 }
 
@@ -178,11 +156,11 @@ func newTarget(cfg Config) (*Target, error) {
 		problems = append(problems, fmt.Errorf("topic arn %q is not an SNS topic ARN like arn:aws:sns:us-east-1:123456789012:orders", cfg.TopicARN))
 	}
 	fifo := strings.HasSuffix(cfg.TopicARN, ".fifo")
-	group, err := parseParam("message group id", cfg.MessageGroupID)
+	group, err := param.Parse("message group id", cfg.MessageGroupID)
 	if err != nil {
 		problems = append(problems, err)
 	}
-	dedup, err := parseParam("message deduplication id", cfg.MessageDeduplicationID)
+	dedup, err := param.Parse("message deduplication id", cfg.MessageDeduplicationID)
 	if err != nil {
 		problems = append(problems, err)
 	}
@@ -202,12 +180,12 @@ func newTarget(cfg Config) (*Target, error) {
 		return nil, fmt.Errorf("configuring the SNS target %s: %w", cfg.TopicARN, errors.Join(problems...))
 	}
 	t := &Target{
-		topicARN:    cfg.TopicARN,
-		fifo:        fifo,
-		group:       group,
-		dedup:       dedup,
-		vars:        cfg.Vars,
-		fromRecord:  cfg.ParamsFromRecord,
+		topicARN: cfg.TopicARN,
+		fifo:     fifo,
+		group: param.MessageGroup{
+			Group: group, Dedup: dedup, Vars: cfg.Vars,
+			FromRecord: cfg.ParamsFromRecord, FIFO: fifo, Kind: "topic",
+		},
 		timeout:     cfg.Timeout,
 		maxParallel: cfg.MaxParallel,
 		log:         cfg.Logger,
@@ -224,40 +202,21 @@ func newTarget(cfg Config) (*Target, error) {
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
-	return t, nil
-}
-
-// onCallMiddleware calls f once per attempt: it sits in the finalize step
-// after the SDK's retry middleware, so every retry passes through it.
-func onCallMiddleware(f func(string)) func(*middleware.Stack) error {
-	return func(s *middleware.Stack) error {
-		return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("pipesOnCall",
-			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-				f(awsmiddleware.GetOperationName(ctx))
-				return next.HandleFinalize(ctx, in)
-			}), middleware.After)
+	t.calls = batching.Calls[entry]{
+		Build: t.entry, Split: batching.SplitBy(MaxBatch, MaxBatchBytes, func(e entry) int { return e.size }),
+		MaxParallel: t.maxParallel, Ordered: t.fifo, Send: t.send, Skip: t.skip,
 	}
+	return t, nil
 }
 
 // topicARN matches SNS topic ARNs (any partition).
 var topicARN = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
 
-// regionFromARN returns the region of a topic ARN.
-func regionFromARN(arn string) string {
-	parts := strings.SplitN(arn, ":", 6)
-	if len(parts) < 6 {
-		return ""
-	}
-	return parts[3]
-}
-
 // Close releases the idle connections of the client's HTTP client. It does
 // not wait for deliveries in flight; call it once the pipe has stopped.
 func (t *Target) Close(context.Context) error {
 	if c, ok := t.api.(*sns.Client); ok {
-		if h, ok := c.Options().HTTPClient.(interface{ CloseIdleConnections() }); ok {
-			h.CloseIdleConnections()
-		}
+		awsclient.CloseIdleConnections(c.Options().HTTPClient)
 	}
 	return nil
 }
@@ -279,79 +238,24 @@ type entry struct {
 // whole, Deliver returns that error instead (Throttled when any call was
 // throttled, so that the pipe slows down).
 func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
-	if len(events) == 0 {
-		return pipe.Result{}, nil
+	res, err := t.calls.Deliver(ctx, events)
+	if err != nil {
+		return pipe.Result{}, fmt.Errorf("publishing %d messages to %s: %w", len(events), t.topicARN, err)
 	}
-	errs := make([]error, len(events))
-	entries := make([]entry, 0, len(events))
-	for i, ev := range events {
-		e, err := t.entry(i, ev)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		entries = append(entries, e)
-	}
-	prepFailed := len(entries) < len(events)
-
-	chunks := split(entries)
-	out := make([]chunkOutcome, len(chunks))
-	if t.maxParallel == 1 || len(chunks) == 1 {
-		for i, c := range chunks {
-			out[i] = t.send(ctx, c, errs)
-			if t.fifo && !out[i].clean() {
-				for _, rest := range chunks[i+1:] {
-					for _, e := range rest {
-						errs[e.ev] = fmt.Errorf("not sent to %s: an earlier message of this FIFO batch failed", t.topicARN)
-					}
-				}
-				break
-			}
-		}
-	} else {
-		sem := make(chan struct{}, t.maxParallel)
-		var wg sync.WaitGroup
-		for i, c := range chunks {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				out[i] = t.send(ctx, c, errs)
-			})
-		}
-		wg.Wait()
-	}
-
-	var callErr error
-	sent, entryFailed := false, prepFailed
-	for _, o := range out {
-		sent = sent || o.sent
-		entryFailed = entryFailed || o.entryFailed
-		if o.callErr != nil && (callErr == nil || pipe.IsThrottled(o.callErr) && !pipe.IsThrottled(callErr)) {
-			callErr = o.callErr
-		}
-	}
-	if callErr != nil && !sent && !entryFailed {
-		return pipe.Result{}, fmt.Errorf("publishing %d messages to %s: %w", len(events), t.topicARN, callErr)
-	}
-	return result(events, errs), nil
+	return res, nil
 }
 
-// result turns per-event errors into item failures, one per message.
-func result(events []*pipe.Event, errs []error) pipe.Result {
-	var r pipe.Result
-	seen := map[string]bool{}
-	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		id := events[i].ID()
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		r.Failures = append(r.Failures, pipe.ItemFailure{ID: id, Err: err})
+// skip fails entries not sent because an earlier call of their FIFO
+// batch failed.
+func (t *Target) skip(rest []entry, errs []error) {
+	for _, e := range rest {
+		errs[e.ev] = fmt.Errorf("not sent to %s: an earlier message of this FIFO batch failed", t.topicARN)
 	}
-	return r
+}
+
+// messageAttribute converts an event's attribute to SNS's.
+func messageAttribute(a pipe.MessageAttribute) types.MessageAttributeValue {
+	return types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
 }
 
 // entry builds the message of one event.
@@ -362,82 +266,26 @@ func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
 	}}
 	e.size = len(ev.Payload)
 	var attrSize int
-	e.msg.MessageAttributes, attrSize = messageAttributes(ev.Attributes)
+	e.msg.MessageAttributes, attrSize = awsclient.MessageAttributes(ev.Attributes, MaxAttributes, messageAttribute)
 	e.size += attrSize
-	if t.group.set() || t.dedup.set() {
-		view := ev
-		if t.fromRecord {
-			view = recordView(ev)
-		}
-		if g := t.group.render(view, t.vars); g != "" {
-			e.msg.MessageGroupId = aws.String(g)
-		} else if t.fifo {
-			return entry{}, pipe.Permanent(fmt.Errorf("message %s: the message group id %q rendered empty; a FIFO topic needs one", ev.ID(), t.group))
-		}
-		if d := t.dedup.render(view, t.vars); d != "" {
-			e.msg.MessageDeduplicationId = aws.String(d)
-		}
+	group, dedup, err := t.group.Render(ev)
+	if err != nil {
+		return entry{}, err
+	}
+	if group != "" {
+		e.msg.MessageGroupId = aws.String(group)
+	}
+	if dedup != "" {
+		e.msg.MessageDeduplicationId = aws.String(dedup)
 	}
 	return e, nil
 }
-
-// messageAttributes converts an event's attributes to SNS's, keeping the
-// first MaxAttributes by name, and returns the bytes they weigh.
-func messageAttributes(attrs map[string]pipe.MessageAttribute) (map[string]types.MessageAttributeValue, int) {
-	if len(attrs) == 0 {
-		return nil, 0
-	}
-	names := make([]string, 0, len(attrs))
-	for name := range attrs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	names = names[:min(len(names), MaxAttributes)]
-	out := make(map[string]types.MessageAttributeValue, len(names))
-	size := 0
-	for _, name := range names {
-		a := attrs[name]
-		out[name] = types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
-		size += len(name) + len(a.DataType) + len(a.BinaryValue)
-		if a.StringValue != nil {
-			size += len(*a.StringValue)
-		}
-	}
-	return out, size
-}
-
-// split cuts entries into calls of at most MaxBatch entries and
-// MaxBatchBytes; an entry larger than that goes alone.
-func split(entries []entry) [][]entry {
-	var chunks [][]entry
-	start, size := 0, 0
-	for i, e := range entries {
-		if i > start && (i-start == MaxBatch || size+e.size > MaxBatchBytes) {
-			chunks = append(chunks, entries[start:i])
-			start, size = i, 0
-		}
-		size += e.size
-	}
-	if start < len(entries) {
-		chunks = append(chunks, entries[start:])
-	}
-	return chunks
-}
-
-// chunkOutcome is what became of one call's entries.
-type chunkOutcome struct {
-	sent        bool  // SNS took at least one entry
-	entryFailed bool  // SNS refused at least one entry by itself
-	callErr     error // a call failed as a whole
-}
-
-func (o chunkOutcome) clean() bool { return !o.entryFailed && o.callErr == nil }
 
 // send makes one PublishBatch call for chunk and records each entry's
 // error in errs. A call refused for what may be one entry's fault (an
 // invalid parameter or message, a batch too long) is retried one entry per
 // call when it had several, so that one bad entry fails alone.
-func (t *Target) send(ctx context.Context, chunk []entry, errs []error) chunkOutcome {
+func (t *Target) send(ctx context.Context, chunk []entry, errs []error) batching.Outcome {
 	msgs := make([]types.PublishBatchRequestEntry, len(chunk))
 	for i, e := range chunk {
 		msgs[i] = e.msg
@@ -446,58 +294,27 @@ func (t *Target) send(ctx context.Context, chunk []entry, errs []error) chunkOut
 	defer cancel()
 	res, err := t.api.PublishBatch(callCtx, &sns.PublishBatchInput{TopicArn: aws.String(t.topicARN), PublishBatchRequestEntries: msgs})
 	if err != nil {
-		err = classify(err)
-		if len(chunk) > 1 && entrySpecific(err) && ctx.Err() == nil {
-			var o chunkOutcome
-			for i := range chunk {
-				one := t.send(ctx, chunk[i:i+1], errs)
-				o.sent = o.sent || one.sent
-				o.entryFailed = o.entryFailed || one.entryFailed
-				if o.callErr == nil {
-					o.callErr = one.callErr
-				}
-				if t.fifo && !one.clean() {
-					for _, e := range chunk[i+1:] {
-						errs[e.ev] = fmt.Errorf("not sent to %s: an earlier message of this FIFO batch failed", t.topicARN)
-					}
-					break
-				}
-			}
-			return o
+		err = classifier.Classify(err)
+		if len(chunk) > 1 && awsclient.EntrySpecific(err, entrySpecificCodes) && ctx.Err() == nil {
+			return t.calls.OneByOne(ctx, chunk, errs)
 		}
 		for _, e := range chunk {
 			errs[e.ev] = fmt.Errorf("publishing %d messages to %s: %w", len(chunk), t.topicARN, err)
 		}
-		return chunkOutcome{callErr: err}
+		return batching.Outcome{CallErr: err}
 	}
-	byID := make(map[string]entry, len(chunk))
-	for _, e := range chunk {
-		byID[aws.ToString(e.msg.Id)] = e
-	}
-	var o chunkOutcome
-	o.sent = len(res.Successful) > 0
-	for _, f := range res.Failed {
-		e, ok := byID[aws.ToString(f.Id)]
-		if !ok {
-			t.log.Warn("SNS answered a failure for an entry that was not published", "topic", t.topicARN, "entry", aws.ToString(f.Id))
-			continue
-		}
-		o.entryFailed = true
-		errs[e.ev] = entryError(f, t.topicARN)
-	}
-	// An entry in neither list is not known to be published: fail it, retryable.
-	answered := make(map[string]bool, len(res.Successful))
-	for _, s := range res.Successful {
-		answered[aws.ToString(s.Id)] = true
-	}
-	for _, f := range res.Failed {
-		answered[aws.ToString(f.Id)] = true
-	}
-	for _, e := range chunk {
-		if !answered[aws.ToString(e.msg.Id)] {
-			o.entryFailed = true
-			errs[e.ev] = fmt.Errorf("publishing a message to %s: SNS's answer does not mention entry %s", t.topicARN, aws.ToString(e.msg.Id))
-		}
-	}
-	return o
+	return batching.ByID(chunk, entry.id,
+		res.Successful, func(s types.PublishBatchResultEntry) string { return aws.ToString(s.Id) },
+		res.Failed, func(f types.BatchResultErrorEntry) string { return aws.ToString(f.Id) },
+		func(e entry, f types.BatchResultErrorEntry) { errs[e.ev] = entryError(f, t.topicARN) },
+		func(id string) {
+			t.log.Warn("SNS answered a failure for an entry that was not published", "topic", t.topicARN, "entry", id)
+		},
+		// An entry in neither list is not known to be published: fail it, retryable.
+		func(e entry) {
+			errs[e.ev] = fmt.Errorf("publishing a message to %s: SNS's answer does not mention entry %s", t.topicARN, e.id())
+		})
 }
+
+// id is the entry's id in its call.
+func (e entry) id() string { return aws.ToString(e.msg.Id) }

@@ -3,14 +3,12 @@ package sqstarget
 import (
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/pipesproject/pipes/internal/awsclient"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -46,78 +44,28 @@ func entryError(f types.BatchResultErrorEntry, queue string) error {
 	return err
 }
 
-// classify marks a failed call's error: Throttled when SQS asked to slow
+// classifier marks a failed call's error: Throttled when SQS asked to slow
 // down; Permanent when retrying cannot help (access denied, no such queue,
 // invalid parameters, any other 4xx except 408 and 429, a request the SDK
 // refused to send); otherwise it is returned as it is.
-func classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	if isThrottle(err) {
-		return pipe.Throttled(err)
-	}
-	if isPermanent(err) {
-		return pipe.Permanent(err)
-	}
-	return err
-}
-
-func isThrottle(err error) bool {
-	var rt *types.RequestThrottled
-	var kt *types.KmsThrottled
-	if errors.As(err, &rt) || errors.As(err, &kt) {
-		return true
-	}
-	if retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary {
-		return true
-	}
-	var re *awshttp.ResponseError
-	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusTooManyRequests
-}
-
-func isPermanent(err error) bool {
-	var invalid *smithy.InvalidParamsError
-	if errors.As(err, &invalid) {
-		return true
-	}
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		switch api.ErrorCode() {
-		case "AccessDenied", "AccessDeniedException",
-			"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue",
-			"InvalidAddress", "InvalidClientTokenId", "UnrecognizedClientException",
-			"SignatureDoesNotMatch", "InvalidSecurity",
-			"InvalidParameterValue", "InvalidAttributeName", "InvalidAttributeValue", "MissingParameter",
-			"InvalidMessageContents", "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation",
-			"KmsAccessDenied", "KmsDisabled", "KmsNotFound", "KmsInvalidState",
-			"KmsInvalidKeyUsage", "KmsOptInRequired":
-			return true
-		}
-	}
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		s := re.HTTPStatusCode()
-		return s >= 400 && s <= 499 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests
-	}
-	return false
-}
-
-// entrySpecific reports whether a refused call may be the fault of one of
-// its entries rather than of the queue or the caller's rights.
-func entrySpecific(err error) bool {
-	if !pipe.IsPermanent(err) {
-		return false
-	}
-	var api smithy.APIError
-	if !errors.As(err, &api) {
-		return false
-	}
-	switch api.ErrorCode() {
-	case "InvalidParameterValue", "InvalidAttributeName", "InvalidAttributeValue", "MissingParameter",
+var classifier = awsclient.Classifier{
+	Throttled: func(err error) bool {
+		var rt *types.RequestThrottled
+		var kt *types.KmsThrottled
+		return errors.As(err, &rt) || errors.As(err, &kt)
+	},
+	PermanentCodes: awsclient.Codes("AccessDenied", "AccessDeniedException",
+		"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue",
+		"InvalidAddress", "InvalidClientTokenId", "UnrecognizedClientException",
+		"SignatureDoesNotMatch", "InvalidSecurity",
+		"InvalidParameterValue", "InvalidAttributeName", "InvalidAttributeValue", "MissingParameter",
 		"InvalidMessageContents", "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation",
-		"BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong", "MalformedInput":
-		return true
-	}
-	return false
+		"KmsAccessDenied", "KmsDisabled", "KmsNotFound", "KmsInvalidState",
+		"KmsInvalidKeyUsage", "KmsOptInRequired"),
 }
+
+// entrySpecificCodes are the codes of a refused call that may be the fault
+// of one of its entries rather than of the queue or the caller's rights.
+var entrySpecificCodes = awsclient.Codes("InvalidParameterValue", "InvalidAttributeName", "InvalidAttributeValue", "MissingParameter",
+	"InvalidMessageContents", "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation",
+	"BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong", "MalformedInput")

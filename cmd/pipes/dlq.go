@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pipesproject/pipes"
+	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/filter"
+	"github.com/pipesproject/pipes/redrive"
+)
+
+// dlqFlags are the flags both dlq commands take.
+type dlqFlags struct {
+	files    []string
+	pipe     string
+	queueURL string
+}
+
+func (f *dlqFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder")
+	fl.StringVar(&f.pipe, "pipe", "", "the pipe whose dead-letter queue to use when the files hold several")
+	fl.StringVar(&f.queueURL, "queue-url", "", "the dead-letter queue's URL (default: from the source queue's RedrivePolicy)")
+}
+
+const dlqFinding = `The dead-letter queue is the one named by the RedrivePolicy of the pipe's
+sqs source queue (queue_url, queue_arn or queue_name, with the source's region
+and endpoint); when that queue has none, the pipe's dead_letter target if it is
+an sqs target with a queue_url; --queue-url overrides both.`
+
+func newDLQCmd(stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dlq",
+		Short: "Inspect and redrive the SQS dead-letter queue of a pipe",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newDLQInspectCmd(stdout, stderr), newDLQRedriveCmd(stdout, stderr))
+	return cmd
+}
+
+func newDLQInspectCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f dlqFlags
+	var maxMsgs int
+	cmd := &cobra.Command{
+		Use:   "inspect -f FILE [--pipe NAME] [--max 10] [--queue-url URL]",
+		Short: "Show a pipe's dead-letter queue: its counts, and up to --max messages as Pipes SQS records",
+		Long: `Prints the dead-letter queue's approximate counts on standard error and up to
+--max of its messages on standard output, one Pipes SQS record per line
+(messageId, body, attributes, messageAttributes with the ErrorCode,
+ErrorMessage and pipes-* context the dead-letter stage adds, ...).
+
+SQS has no peek: inspecting receives the messages, which raises their
+ApproximateReceiveCount, keeps them hidden while it reads on (so each is shown
+once) and makes them all visible again (visibility 0) before it exits; if it
+dies first, they reappear within 30 s.
+
+` + dlqFinding,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return inspectDLQ(cmd.Context(), f, maxMsgs, stdout, stderr)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().IntVar(&maxMsgs, "max", 10, "the most messages to show")
+	return cmd
+}
+
+type redriveFlags struct {
+	dlqFlags
+	to     string
+	rate   float64
+	max    int
+	filter string
+	dryRun bool
+}
+
+func newDLQRedriveCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f redriveFlags
+	cmd := &cobra.Command{
+		Use:   "redrive -f FILE [--pipe NAME] [--to URL] [--rate 50] [--max N] [--filter PATTERN_JSON] [--dry-run]",
+		Short: "Move messages from a pipe's dead-letter queue back to its source queue (or --to)",
+		Long: `Receives the dead-letter queue's messages ten at a time and sends them to the
+pipe's source queue (or --to) with SendMessageBatch, keeping the body and the
+message attributes, less the failure context (ErrorCode, ErrorMessage and
+every pipes-* attribute), plus pipes-redriven-at (the time of the move). To a
+FIFO queue each keeps its MessageGroupId, and its message id becomes the
+MessageDeduplicationId. A message is deleted from the dead-letter queue only
+once its send succeeded.
+
+--rate caps the messages sent per second (0: no cap). --filter takes an
+EventBridge event pattern (JSON) matched against each message's Pipes SQS
+record; the others are left in the dead-letter queue. --dry-run moves nothing
+and prints what would move. Messages left behind are hidden while the command
+runs and made visible again when it ends (on a FIFO queue a message left
+behind holds back the rest of its group). It stops when a receive waiting 1 s
+comes back empty, or after --max messages.
+
+Each message handled gives one JSON line on standard output:
+{"messageId":...,"outcome":"moved|skipped|failed|would_move",...}; a summary
+line goes to standard error. Exit 1 when any send or delete failed.
+
+` + dlqFinding,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return redriveDLQ(cmd.Context(), f, stdout, stderr)
+		},
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.to, "to", "", "the queue URL to move the messages to (default: the pipe's source queue)")
+	fl.Float64Var(&f.rate, "rate", 50, "the most messages moved per second (0: no cap)")
+	fl.IntVar(&f.max, "max", 0, "stop after this many messages moved or failed (0: until the queue is empty)")
+	fl.StringVar(&f.filter, "filter", "", `move only the messages matching this EventBridge event pattern, e.g. '{"body":{"kind":["order"]}}'`)
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print what would move and move nothing")
+	return cmd
+}
+
+// dlqQueues are the queues a dlq command works on.
+type dlqQueues struct {
+	api    redrive.API
+	source string // the source queue's URL; "" when not needed
+	dlq    string
+}
+
+// openDLQ loads the pipe, builds its SQS client and finds its dead-letter
+// queue (and, when needSource, its source queue's URL).
+func openDLQ(ctx context.Context, f dlqFlags, needSource bool) (dlqQueues, error) {
+	specs, err := loadSpecs(pipes.NewRegistry(), f.files)
+	if err != nil {
+		return dlqQueues{}, err
+	}
+	spec, err := pickPipe(specs, f.pipe)
+	if err != nil {
+		return dlqQueues{}, usageErr(err)
+	}
+	src := spec.Source
+	switch src.Type {
+	case "sqs":
+	case "memory":
+		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s reads a memory queue, which lives only inside its `pipes run` process: there is no dead-letter queue to inspect or redrive from another process (pipes dlq works with sqs sources)", spec.Name))
+	default:
+		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s has a %s source: pipes dlq works with sqs sources only", spec.Name, src.Type))
+	}
+	guess := redrive.RegionOfURL(src.QueueURL)
+	if a, err := redrive.ParseQueueARN(src.QueueARN); err == nil {
+		guess = a.Region
+	}
+	client, err := redrive.NewClient(ctx, redrive.ClientConfig{Region: src.Region, Endpoint: src.Endpoint, RegionGuess: guess})
+	if err != nil {
+		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s: %w", spec.Name, err))
+	}
+	q := dlqQueues{api: client, dlq: f.queueURL}
+	if q.dlq != "" && !needSource {
+		return q, nil
+	}
+	if q.source, err = redrive.ResolveURL(ctx, client, src.QueueURL, src.QueueARN, src.QueueName); err != nil {
+		return dlqQueues{}, runtimeErr(fmt.Errorf("pipe %s: %w", spec.Name, err))
+	}
+	if q.dlq != "" {
+		return q, nil
+	}
+	q.dlq, err = redrive.DeadLetterURL(ctx, client, q.source)
+	if errors.Is(err, redrive.ErrNoRedrivePolicy) {
+		if url := deadLetterTargetURL(spec); url != "" {
+			q.dlq = url
+			return q, nil
+		}
+		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s: %w, and the pipe has no sqs dead_letter target: give the dead-letter queue with --queue-url", spec.Name, err))
+	}
+	if err != nil {
+		return dlqQueues{}, runtimeErr(fmt.Errorf("pipe %s: %w", spec.Name, err))
+	}
+	return q, nil
+}
+
+// deadLetterTargetURL is the queue URL of the pipe's dead_letter target
+// when it is an sqs target, else "".
+func deadLetterTargetURL(spec config.Pipe) string {
+	if spec.DeadLetter == nil || spec.DeadLetter.Target.Type != "sqs" {
+		return ""
+	}
+	return spec.DeadLetter.Target.QueueURL
+}
+
+func inspectDLQ(ctx context.Context, f dlqFlags, maxMsgs int, stdout, stderr io.Writer) error {
+	if maxMsgs < 1 {
+		return usageErr(fmt.Errorf("--max must be at least 1, got %d", maxMsgs))
+	}
+	q, err := openDLQ(ctx, f, false)
+	if err != nil {
+		return err
+	}
+	counts, err := redrive.QueueCounts(ctx, q.api, q.dlq)
+	if err != nil {
+		return runtimeErr(err)
+	}
+	fmt.Fprintf(stderr, "dead-letter queue %s: %d visible, %d in flight, %d delayed (approximate)\n", q.dlq, counts.Visible, counts.InFlight, counts.Delayed)
+	msgs, err := redrive.Inspect(ctx, q.api, q.dlq, redrive.InspectOptions{Max: maxMsgs, ARN: counts.ARN})
+	out := json.NewEncoder(stdout)
+	for _, m := range msgs {
+		if werr := out.Encode(m); werr != nil {
+			return runtimeErr(errors.Join(err, fmt.Errorf("writing records: %w", werr)))
+		}
+	}
+	if err != nil {
+		return runtimeErr(err)
+	}
+	return nil
+}
+
+func redriveDLQ(ctx context.Context, f redriveFlags, stdout, stderr io.Writer) error {
+	var errs []error
+	if f.rate < 0 {
+		errs = append(errs, fmt.Errorf("--rate must not be negative, got %v", f.rate))
+	}
+	if f.max < 0 {
+		errs = append(errs, fmt.Errorf("--max must not be negative, got %d", f.max))
+	}
+	var pattern *filter.Pattern
+	if f.filter != "" {
+		p, err := filter.CompilePattern(f.filter)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--filter: %w", err))
+		}
+		pattern = p
+	}
+	if err := errors.Join(errs...); err != nil {
+		return usageErr(err)
+	}
+	q, err := openDLQ(ctx, f.dlqFlags, f.to == "")
+	if err != nil {
+		return err
+	}
+	to := f.to
+	if to == "" {
+		to = q.source
+	}
+	if to == q.dlq {
+		return usageErr(fmt.Errorf("the destination %s is the dead-letter queue itself: give another one with --to", to))
+	}
+	out := json.NewEncoder(stdout)
+	var writeErr error
+	sum, err := redrive.Run(ctx, q.api, redrive.Options{
+		From: q.dlq, To: to, Rate: f.rate, Max: f.max, Filter: pattern, DryRun: f.dryRun,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Report: func(e redrive.Entry) {
+			if werr := out.Encode(e); werr != nil && writeErr == nil {
+				writeErr = fmt.Errorf("writing the report: %w", werr)
+			}
+		},
+	})
+	if f.dryRun {
+		fmt.Fprintf(stderr, "dry run from %s to %s: %d would move, %d skipped by filter, %d failed; nothing moved\n", q.dlq, to, sum.WouldMove, sum.Skipped, sum.Failed)
+	} else {
+		fmt.Fprintf(stderr, "redrive from %s to %s: %d moved, %d skipped by filter, %d failed\n", q.dlq, to, sum.Moved, sum.Skipped, sum.Failed)
+	}
+	if err := errors.Join(err, writeErr); err != nil {
+		return runtimeErr(err)
+	}
+	if sum.Failed > 0 {
+		return runtimeErr(fmt.Errorf("%d message(s) could not be moved; they are still in %s (see the failed lines)", sum.Failed, q.dlq))
+	}
+	return nil
+}

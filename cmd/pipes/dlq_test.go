@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/pipesproject/pipes/internal/sqstest"
+)
+
+func TestDLQInspectThenRedriveMovesTheDeadLettersBack(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	queueURL, dlqURL := sqstest.CreateQueue(t, client, sqstest.QueueOptions{MaxReceiveCount: 3})
+	entries := make([]types.SendMessageBatchRequestEntry, 4)
+	for i := range entries {
+		entries[i] = types.SendMessageBatchRequestEntry{
+			Id:          aws.String(strconv.Itoa(i)),
+			MessageBody: aws.String(`{"kind":"` + []string{"order", "refund"}[i%2] + `","n":` + strconv.Itoa(i) + `}`),
+			MessageAttributes: map[string]types.MessageAttributeValue{
+				"ErrorCode":  {DataType: aws.String("String"), StringValue: aws.String("ClientError")},
+				"pipes-pipe": {DataType: aws.String("String"), StringValue: aws.String("orders")},
+			},
+		}
+	}
+	if _, err := client.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(dlqURL), Entries: entries}); err != nil {
+		t.Fatal(err)
+	}
+	file := sqsPipeFile(t, queueURL, endpoint, "http://127.0.0.1:1/")
+
+	code, stdout, stderr := runCLI(t, "dlq", "inspect", "-f", file, "--max", "10")
+	if code != 0 || !strings.Contains(stderr, "4 visible") {
+		t.Fatalf("inspect: exit %d, stderr:\n%s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	for _, l := range lines {
+		var rec struct {
+			MessageID         string                     `json:"messageId"`
+			MessageAttributes map[string]json.RawMessage `json:"messageAttributes"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.MessageID == "" || rec.MessageAttributes["pipes-pipe"] == nil {
+			t.Errorf("inspect printed %s, want a Pipes SQS record with its pipes-* attributes", l)
+		}
+	}
+	if len(lines) != 4 {
+		t.Fatalf("inspect printed %d records, want 4:\n%s", len(lines), stdout)
+	}
+
+	code, stdout, stderr = runCLI(t, "dlq", "redrive", "-f", file, "--dry-run")
+	if code != 0 || !strings.Contains(stderr, "4 would move") || strings.Count(stdout, `"would_move"`) != 4 {
+		t.Fatalf("dry run: exit %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+
+	code, stdout, stderr = runCLI(t, "dlq", "redrive", "-f", file, "--rate", "100", "--filter", `{"body":{"kind":["order"]}}`)
+	if code != 0 || !strings.Contains(stderr, "2 moved, 2 skipped by filter, 0 failed") {
+		t.Fatalf("redrive: exit %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	moved := sqstest.DrainBodies(t, client, queueURL)
+	left := sqstest.DrainBodies(t, client, dlqURL)
+	if len(moved) != 2 || len(left) != 2 || !strings.Contains(strings.Join(moved, " "), `"order"`) || strings.Contains(strings.Join(left, " "), `"order"`) {
+		t.Errorf("moved %v and left %v, want the orders moved and the refunds left", moved, left)
+	}
+}
+
+func TestDLQRefusesBadUsage(t *testing.T) {
+	dir := t.TempDir()
+	memory := filepath.Join(dir, "memory.yaml")
+	sqsFile := filepath.Join(dir, "sqs.yaml")
+	os.WriteFile(memory, []byte("name: m\nsource: {type: memory}\ntarget: {type: stdout}\n"), 0o644)
+	os.WriteFile(sqsFile, []byte("name: q\nsource: {type: sqs, queue_url: 'http://127.0.0.1:1/000000000000/q', region: us-east-1}\ntarget: {type: stdout}\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"inspecting a memory source says it is meaningless across processes", []string{"dlq", "inspect", "-f", memory}, "memory queue"},
+		{"redriving a memory source says it is meaningless across processes", []string{"dlq", "redrive", "-f", memory}, "memory queue"},
+		{"a filter that is not an event pattern is refused", []string{"dlq", "redrive", "-f", sqsFile, "--filter", `{"body":`}, "--filter"},
+		{"a negative rate is refused", []string{"dlq", "redrive", "-f", sqsFile, "--rate", "-1"}, "--rate"},
+		{"inspecting zero messages is refused", []string{"dlq", "inspect", "-f", sqsFile, "--max", "0"}, "--max"},
+		{"no file is refused", []string{"dlq", "inspect"}, "no pipeline file"},
+		{"an unknown flag is refused", []string{"dlq", "redrive", "--bogus"}, "unknown flag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tt.args...)
+			if code != 2 || !strings.Contains(stderr, tt.want) {
+				t.Fatalf("exit %d, stderr %q; want exit 2 mentioning %q", code, stderr, tt.want)
+			}
+		})
+	}
+}

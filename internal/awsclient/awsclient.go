@@ -1,0 +1,84 @@
+// Package awsclient builds the AWS SDK clients of pipes' SQS source and AWS
+// targets the same way: an aws.Config loaded once, a region, an endpoint
+// and the OnCall counting middleware applied on top of it, and the failed
+// calls classified into pipe.Throttled, pipe.Permanent or retryable.
+package awsclient
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Load returns a copy of cfg, or, when cfg is nil, the default AWS
+// configuration (config.LoadDefaultConfig: env, profile, IMDS, IRSA). It
+// does no network I/O; its error is the SDK's, for the caller to wrap.
+func Load(ctx context.Context, cfg *aws.Config) (aws.Config, error) {
+	if cfg != nil {
+		return cfg.Copy(), nil
+	}
+	return awsconfig.LoadDefaultConfig(ctx)
+}
+
+// Region returns the region to build a client with: override when set,
+// else guess when awsCfg has no region of its own ("" keeps awsCfg's). ok
+// is false when neither they nor awsCfg give a region.
+func Region(awsCfg aws.Config, override, guess string) (region string, ok bool) {
+	region = override
+	if region == "" && awsCfg.Region == "" {
+		region = guess
+	}
+	return region, region != "" || awsCfg.Region != ""
+}
+
+// Overrides are what pipes sets on a client's options on top of its
+// aws.Config.
+type Overrides struct {
+	// Region, when not empty, replaces the config's region.
+	Region string
+	// Endpoint, when not empty, is the client's base endpoint (a
+	// compatible server).
+	Endpoint string
+	// OnCall, when set, is called once per HTTP attempt (see OnCall).
+	OnCall func(operation string)
+}
+
+// Apply sets the overrides on the fields every service's Options has:
+// Region, BaseEndpoint and APIOptions. Call it from the options function
+// given to the service's NewFromConfig.
+func (ov Overrides) Apply(region *string, baseEndpoint **string, apiOptions *[]func(*middleware.Stack) error) {
+	if ov.Region != "" {
+		*region = ov.Region
+	}
+	if ov.Endpoint != "" {
+		*baseEndpoint = aws.String(ov.Endpoint)
+	}
+	if ov.OnCall != nil {
+		*apiOptions = append(*apiOptions, OnCall(ov.OnCall))
+	}
+}
+
+// OnCall returns a middleware that calls f once per attempt with the
+// operation's name: it sits in the finalize step after the SDK's retry
+// middleware, so every retry passes through it. f must be safe for
+// concurrent use and quick.
+func OnCall(f func(operation string)) func(*middleware.Stack) error {
+	return func(s *middleware.Stack) error {
+		return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("pipesOnCall",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				f(awsmiddleware.GetOperationName(ctx))
+				return next.HandleFinalize(ctx, in)
+			}), middleware.After)
+	}
+}
+
+// CloseIdleConnections releases the idle connections of a client's HTTP
+// client (its Options().HTTPClient) when it can.
+func CloseIdleConnections(httpClient any) {
+	if h, ok := httpClient.(interface{ CloseIdleConnections() }); ok {
+		h.CloseIdleConnections()
+	}
+}

@@ -1,0 +1,112 @@
+// Package httpclass holds what pipes' HTTP enrichment and HTTP target
+// share: classifying a non-2xx answer into pipe.Permanent, pipe.Throttled
+// or retryable, quoting the start of a failed answer with header values
+// redacted, and checking header names and values.
+package httpclass
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/pipesproject/pipes/pipe"
+)
+
+// Failure returns the error of a non-2xx answer with status, quoting
+// snippet when it is not empty: pipe.Throttled for 429; retryable for 408
+// and 5xx; pipe.Permanent for a redirect (they are not followed), any
+// other 4xx and a 1xx answer that is not interim.
+func Failure(status int, snippet string) error {
+	// The status text is ours, not the server's reason phrase, which could
+	// echo anything.
+	statusErr := fmt.Errorf("answered %d %s", status, http.StatusText(status))
+	if snippet != "" {
+		statusErr = fmt.Errorf("answered %d %s: %q", status, http.StatusText(status), snippet)
+	}
+	switch {
+	case status == http.StatusTooManyRequests:
+		return pipe.Throttled(statusErr)
+	case status == http.StatusRequestTimeout || status >= 500:
+		return statusErr
+	case status >= 300 && status <= 399:
+		return pipe.Permanent(fmt.Errorf("%w (redirects are not followed: set url to the final address)", statusErr))
+	default:
+		// Other 4xx, and 1xx answers that are not interim.
+		return pipe.Permanent(statusErr)
+	}
+}
+
+// LongestSecret returns the length of the longest of secrets, 0 for none.
+func LongestSecret(secrets [][]byte) int {
+	n := 0
+	for _, s := range secrets {
+		n = max(n, len(s))
+	}
+	return n
+}
+
+// Scrub replaces each of secrets in b by "[redacted]", turns control
+// characters and invalid UTF-8 into spaces and collapses runs of spaces,
+// so that b can be quoted on one line.
+func Scrub(b []byte, secrets [][]byte) string {
+	for _, s := range secrets {
+		b = bytes.ReplaceAll(b, s, []byte("[redacted]"))
+	}
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size <= 1 || unicode.IsControl(r) {
+			r = ' '
+		}
+		sb.WriteRune(r)
+		b = b[size:]
+	}
+	return strings.Join(strings.Fields(sb.String()), " ")
+}
+
+// Truncate cuts s to at most n bytes on a rune boundary, marking the cut
+// with "…" (counted in the n bytes).
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// IsToken reports whether s is an HTTP token (RFC 9110), as header names
+// and methods must be.
+func IsToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidHeaderValue reports whether v can be sent as a header value: no
+// control characters other than tab.
+func ValidHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,214 @@
+// Package redrive inspects and redrives SQS dead-letter queues: it finds a
+// pipe's dead-letter queue from its source queue's RedrivePolicy, reads
+// messages from it without consuming them, and moves them back to the
+// source queue (or another one) with a rate cap, an event-pattern filter
+// and a dry run, deleting from the dead-letter queue only what was sent.
+//
+// It is the logic of `pipes dlq inspect` and `pipes dlq redrive`; the CLI
+// only parses flags and prints.
+package redrive
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/pipesproject/pipes/internal/awsclient"
+)
+
+// API is the part of the SQS client this package calls. *sqs.Client
+// implements it.
+type API interface {
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+}
+
+var _ API = (*sqs.Client)(nil)
+
+// ClientConfig says how NewClient builds the SQS client, as a pipe's sqs
+// source does.
+type ClientConfig struct {
+	// Region overrides the AWS config chain's region.
+	Region string
+	// Endpoint overrides the SQS endpoint (an SQS-compatible server);
+	// AWS_ENDPOINT_URL_SQS works too, through the SDK.
+	Endpoint string
+	// RegionGuess is used when neither Region nor the config chain gives a
+	// region (the region of a queue ARN or URL).
+	RegionGuess string
+	// AWSConfig, when set, is used instead of config.LoadDefaultConfig.
+	AWSConfig *aws.Config
+}
+
+// NewClient builds an SQS client from the AWS config chain (env, profile,
+// IMDS, IRSA) with cfg's region and endpoint on top. It does no network
+// I/O.
+func NewClient(ctx context.Context, cfg ClientConfig) (*sqs.Client, error) {
+	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	region, ok := awsclient.Region(awsCfg, cfg.Region, cfg.RegionGuess)
+	if !ok {
+		return nil, errors.New("no AWS region: set the source's region, AWS_REGION or a profile's region")
+	}
+	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint}
+	return sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) }), nil
+}
+
+// QueueARN is a parsed arn:<partition>:sqs:<region>:<account>:<name>.
+type QueueARN struct {
+	Partition, Region, Account, Name string
+}
+
+// ParseQueueARN parses an SQS queue ARN.
+func ParseQueueARN(s string) (QueueARN, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" {
+		return QueueARN{}, fmt.Errorf("queue ARN %q is not of the form arn:<partition>:sqs:<region>:<account>:<name>", s)
+	}
+	a := QueueARN{Partition: parts[1], Region: parts[3], Account: parts[4], Name: parts[5]}
+	if a.Partition == "" || a.Region == "" || a.Account == "" || a.Name == "" {
+		return QueueARN{}, fmt.Errorf("queue ARN %q has an empty partition, region, account or name", s)
+	}
+	return a, nil
+}
+
+// RegionOfURL guesses the region of an AWS queue URL
+// (https://sqs.<region>.amazonaws.com/...); "" when it is not one.
+func RegionOfURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	rest, ok := strings.CutPrefix(u.Hostname(), "sqs.")
+	if !ok || !strings.Contains(rest, ".amazonaws.") {
+		return ""
+	}
+	region, _, _ := strings.Cut(rest, ".")
+	return region
+}
+
+// ResolveURL returns the URL of the queue named by exactly one of queueURL,
+// queueARN and queueName, asking SQS (GetQueueUrl) unless the URL is
+// given. It blocks for that call.
+func ResolveURL(ctx context.Context, api API, queueURL, queueARN, queueName string) (string, error) {
+	if queueURL != "" {
+		return queueURL, nil
+	}
+	in := &sqs.GetQueueUrlInput{QueueName: aws.String(queueName)}
+	what := queueName
+	if queueARN != "" {
+		a, err := ParseQueueARN(queueARN)
+		if err != nil {
+			return "", err
+		}
+		in.QueueName, in.QueueOwnerAWSAccountId, what = aws.String(a.Name), aws.String(a.Account), queueARN
+	}
+	if aws.ToString(in.QueueName) == "" {
+		return "", errors.New("no queue: give a queue URL, ARN or name")
+	}
+	out, err := api.GetQueueUrl(ctx, in)
+	if err != nil {
+		return "", fmt.Errorf("resolving the URL of SQS queue %s: %w", what, err)
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
+// ErrNoRedrivePolicy is returned by DeadLetterURL for a queue without a
+// RedrivePolicy.
+var ErrNoRedrivePolicy = errors.New("the queue has no RedrivePolicy (no dead-letter queue)")
+
+// DeadLetterURL reads the RedrivePolicy of the queue at sourceURL and
+// returns the URL of its dead-letter queue. It blocks for two calls; a
+// queue without a policy gives an error wrapping ErrNoRedrivePolicy.
+func DeadLetterURL(ctx context.Context, api API, sourceURL string) (string, error) {
+	out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(sourceURL),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameRedrivePolicy},
+	})
+	if err != nil {
+		return "", fmt.Errorf("reading the redrive policy of %s: %w", sourceURL, err)
+	}
+	policy := out.Attributes[string(types.QueueAttributeNameRedrivePolicy)]
+	if policy == "" {
+		return "", fmt.Errorf("finding the dead-letter queue of %s: %w", sourceURL, ErrNoRedrivePolicy)
+	}
+	arn, err := ParseRedrivePolicy(policy)
+	if err != nil {
+		return "", fmt.Errorf("finding the dead-letter queue of %s: %w", sourceURL, err)
+	}
+	return ResolveURL(ctx, api, "", arn, "")
+}
+
+// ParseRedrivePolicy returns the deadLetterTargetArn of a RedrivePolicy
+// attribute (a JSON object).
+func ParseRedrivePolicy(s string) (deadLetterARN string, err error) {
+	var p struct {
+		DeadLetterTargetARN string `json:"deadLetterTargetArn"`
+	}
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		return "", fmt.Errorf("parsing redrive policy %q: %w", s, err)
+	}
+	if p.DeadLetterTargetARN == "" {
+		return "", fmt.Errorf("parsing redrive policy %q: no deadLetterTargetArn", s)
+	}
+	if _, err := ParseQueueARN(p.DeadLetterTargetARN); err != nil {
+		return "", fmt.Errorf("parsing redrive policy %q: %w", s, err)
+	}
+	return p.DeadLetterTargetARN, nil
+}
+
+// Counts are a queue's approximate message counts and identity.
+type Counts struct {
+	// ARN is the queue's ARN.
+	ARN string `json:"arn"`
+	// Visible is ApproximateNumberOfMessages.
+	Visible int `json:"visible"`
+	// InFlight is ApproximateNumberOfMessagesNotVisible.
+	InFlight int `json:"inFlight"`
+	// Delayed is ApproximateNumberOfMessagesDelayed.
+	Delayed int `json:"delayed"`
+}
+
+// QueueCounts reads the queue's ARN and approximate counts. It blocks for
+// one call.
+func QueueCounts(ctx context.Context, api API, queueURL string) (Counts, error) {
+	out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(queueURL),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameQueueArn,
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+		},
+	})
+	if err != nil {
+		return Counts{}, fmt.Errorf("reading the attributes of %s: %w", queueURL, err)
+	}
+	num := func(n types.QueueAttributeName) int {
+		v, _ := strconv.Atoi(out.Attributes[string(n)]) // absent counts are 0
+		return v
+	}
+	return Counts{
+		ARN:      out.Attributes[string(types.QueueAttributeNameQueueArn)],
+		Visible:  num(types.QueueAttributeNameApproximateNumberOfMessages),
+		InFlight: num(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
+		Delayed:  num(types.QueueAttributeNameApproximateNumberOfMessagesDelayed),
+	}, nil
+}
+
+// isFIFO tells a FIFO queue by its URL: FIFO queue names end in ".fifo".
+func isFIFO(queueURL string) bool { return strings.HasSuffix(queueURL, ".fifo") }
