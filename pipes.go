@@ -174,6 +174,14 @@ func (r *Registry) Check(specs []config.Pipe) error {
 			}
 		}
 		errs = append(errs, checkAWSTarget(s, "target", s.Target)...)
+		if s.Target.Type == "http" {
+			// Catches bad placeholders in the url, query and headers; no I/O.
+			if t, err := newHTTPTarget(context.Background(), s, &Env{Logger: slog.New(slog.DiscardHandler)}); err != nil {
+				errs = append(errs, &config.Error{Pos: s.Target.Pos, Field: "target", Msg: err.Error()})
+			} else if c, ok := t.(pipe.Closer); ok {
+				_ = c.Close(context.Background())
+			}
+		}
 		if dl := s.DeadLetter; dl != nil {
 			errs = append(errs, checkAWSTarget(s, "dead_letter", dl.Target)...)
 			if _, ok := r.targets[dl.Target.Type]; !ok {
@@ -357,6 +365,8 @@ func newHTTPTarget(_ context.Context, s config.Pipe, env *Env) (pipe.Target, err
 		Headers:            s.Target.Headers,
 		Timeout:            s.Target.Timeout,
 		InsecureSkipVerify: s.Target.InsecureSkipVerify,
+		Query:              s.Target.Query,
+		Vars:               templateVars(s),
 		Logger:             env.Logger.With("pipe", s.Name),
 	})
 }

@@ -365,7 +365,7 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 
 // targetKeys are the keys of a `target:` (and `dead_letter:`) block.
 var targetKeys = []string{
-	"type", "url", "method", "batch", "headers", "timeout",
+	"type", "url", "method", "batch", "headers", "query", "timeout",
 	"insecure_skip_verify", "input_template", "func", "fail_on",
 	"region", "endpoint", "queue_url", "message_group_id", "message_deduplication_id",
 	"topic_arn", "event_bus_name", "source", "detail_type", "function_name", "invocation_type", "retry",
@@ -408,6 +408,7 @@ func (d *decoder) target(b *block) Target {
 	t.Method = b.enum("method", "POST", "GET", "POST", "PUT", "PATCH", "DELETE")
 	t.Batch = b.boolean("batch", true)
 	t.Headers = b.headers("headers")
+	t.Query = b.headers("query")
 	t.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
 	t.InsecureSkipVerify = b.boolean("insecure_skip_verify", false)
 	t.InputTemplate = b.str("input_template")
@@ -440,7 +441,8 @@ func (d *decoder) target(b *block) Target {
 	case "":
 	case "http":
 		require("url", "an http")
-		b.checkHTTPURL("url", t.URL)
+		// Placeholders (<$.body.id>) may stand in the path and query.
+		b.checkHTTPURL("url", strings.NewReplacer("<", "", ">", "").Replace(t.URL))
 	case "func":
 		require("func", "a func")
 	case "sqs":
@@ -473,6 +475,9 @@ func (d *decoder) target(b *block) Target {
 	}
 	if t.Type != "" && t.Type != "stdout" {
 		b.only("only for stdout targets", "fail_on")
+	}
+	if t.Type != "" && t.Type != "http" {
+		b.only("only for http targets", "query")
 	}
 	return t
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/pipesproject/pipes/internal/batching"
 	"github.com/pipesproject/pipes/internal/httpclass"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/template"
 )
 
 const (
@@ -78,6 +79,15 @@ type Config struct {
 	// MaxParallel bounds the requests in flight per batch when Batch is
 	// false; default 16.
 	MaxParallel int
+	// Query parameters are added to the URL of every request. Their values,
+	// like header values and the URL's path, may hold template placeholders
+	// (`<$.body.id>`, `<aws.pipes.pipe-name>`): they are rendered per
+	// request against its record (with Batch, the batch's first record), and
+	// values placed in the URL are escaped. Header values with placeholders
+	// are not treated as secrets.
+	Query map[string]string
+	// Vars are the reserved template variables.
+	Vars template.Vars
 }
 
 // Target delivers batches to an HTTP endpoint. It is safe for concurrent
@@ -93,6 +103,7 @@ type Target struct {
 	secrets     [][]byte
 	timeout     time.Duration
 	maxParallel int
+	dyn         dynamic
 	client      *http.Client
 	transport   *http.Transport // owned by the target; nil with Config.Client
 }
@@ -104,7 +115,22 @@ var _ pipe.Target = (*Target)(nil)
 // never contain a header value.
 func New(cfg Config) (*Target, error) {
 	var problems []error
-	u, err := url.Parse(cfg.URL)
+	dyn := dynamic{vars: cfg.Vars}
+	rawURL := cfg.URL
+	if HasPlaceholder(cfg.URL) {
+		parts, err := parseURL(cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("configuring http target: %w", err)
+		}
+		dyn.url = parts
+		rawURL = strings.NewReplacer("<", "", ">", "").Replace(cfg.URL) // for display and checks only
+	}
+	query, err := parseNamed(cfg.Query, "query parameter")
+	if err != nil {
+		return nil, fmt.Errorf("configuring http target: %w", err)
+	}
+	dyn.query = query
+	u, err := url.Parse(rawURL)
 	switch {
 	case cfg.URL == "":
 		problems = append(problems, errors.New("url is required"))
@@ -149,6 +175,15 @@ func New(cfg Config) (*Target, error) {
 			problems = append(problems, fmt.Errorf("header name %q is not valid", name))
 			continue
 		}
+		if HasPlaceholder(value) {
+			tmpl, err := template.Parse(value)
+			if err != nil {
+				problems = append(problems, fmt.Errorf("header %q: %w", name, err))
+				continue
+			}
+			dyn.header = append(dyn.header, namedTemplate{name: name, tmpl: tmpl})
+			continue
+		}
 		if !httpclass.ValidHeaderValue(value) {
 			// Never quote the value: it may be a secret.
 			problems = append(problems, fmt.Errorf("header %q has a value with control characters", name))
@@ -182,6 +217,7 @@ func New(cfg Config) (*Target, error) {
 		secrets:     secrets,
 		timeout:     timeout,
 		maxParallel: maxParallel,
+		dyn:         dyn,
 		client:      cfg.Client,
 	}
 	if t.client == nil {
@@ -248,7 +284,7 @@ func (t *Target) deliverBatch(ctx context.Context, events []*pipe.Event) (pipe.R
 	body := batching.JSONArray(events)
 
 	var result pipe.Result
-	err := t.send(ctx, body, true, func(status int, answer io.Reader) error {
+	err := t.send(ctx, events[0], body, true, func(status int, answer io.Reader) error {
 		data, err := io.ReadAll(io.LimitReader(answer, maxAnswer+1))
 		if err != nil {
 			return fmt.Errorf("reading the %d answer: %w", status, err)
@@ -311,23 +347,35 @@ func (t *Target) deliverEach(ctx context.Context, events []*pipe.Event) (pipe.Re
 
 // sendOne sends one event as its own request; nil means a 2xx answer.
 func (t *Target) sendOne(ctx context.Context, ev *pipe.Event) error {
-	err := t.send(ctx, ev.Payload, json.Valid(ev.Payload), nil)
+	err := t.send(ctx, ev, ev.Payload, json.Valid(ev.Payload), nil)
 	if err != nil {
 		return fmt.Errorf("delivering event %s to %s %s: %w", ev.ID(), t.method, t.display, err)
 	}
 	return nil
 }
 
-// send makes one request and classifies its outcome. onSuccess, when not
-// nil, reads a 2xx answer; its error is returned as is.
-func (t *Target) send(ctx context.Context, body []byte, isJSON bool, onSuccess func(status int, answer io.Reader) error) error {
+// send makes one request for ev (the record dynamic parameters come from)
+// and classifies its outcome. onSuccess, when not nil, reads a 2xx answer;
+// its error is returned as is.
+func (t *Target) send(ctx context.Context, ev *pipe.Event, body []byte, isJSON bool, onSuccess func(status int, answer io.Reader) error) error {
 	reqCtx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(reqCtx, t.method, t.url, bytes.NewReader(body))
+	target := t.url
+	var extra [][2]string
+	if !t.dyn.empty() {
+		var err error
+		if target, extra, err = t.dyn.render(t.url, ev); err != nil {
+			return pipe.Permanent(err)
+		}
+	}
+	req, err := http.NewRequestWithContext(reqCtx, t.method, target, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("building the request: %w", err)
+		return pipe.Permanent(fmt.Errorf("building the request: %w", err))
 	}
 	req.Header = t.header.Clone()
+	for _, h := range extra {
+		req.Header.Set(h[0], h[1])
+	}
 	if !t.batch && req.Header.Get("Content-Type") == "" {
 		if isJSON {
 			req.Header.Set("Content-Type", "application/json")

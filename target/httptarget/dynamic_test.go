@@ -1,0 +1,98 @@
+package httptarget_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/target/httptarget"
+	"github.com/pipesproject/pipes/template"
+)
+
+func recordEvent(id, body string) *pipe.Event {
+	ev, _ := pipe.NewEvent(&pipe.Message{MessageID: id, Body: body, Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+	return ev
+}
+
+func TestDynamicURLQueryAndHeadersComeFromTheRecord(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.EscapedPath()+"?"+r.URL.RawQuery+" tenant="+r.Header.Get("X-Tenant")+" key="+r.Header.Get("X-Key"))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	tg, err := httptarget.New(httptarget.Config{
+		URL:     srv.URL + "/customers/<$.body.customer>/orders",
+		Batch:   false,
+		Query:   map[string]string{"order": "<$.body.id>", "pipe": "<aws.pipes.pipe-name>"},
+		Headers: map[string]string{"X-Tenant": "<$.body.tenant>", "X-Key": "static-secret"},
+		Vars:    template.Vars{PipeName: "orders"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tg.Deliver(context.Background(), []*pipe.Event{
+		recordEvent("m1", `{"customer":"c 1/../admin","id":7,"tenant":"acme"}`),
+	})
+	if err != nil || len(res.Failures) != 0 {
+		t.Fatalf("Deliver: %v %v", res, err)
+	}
+	want := "/customers/c%201%2F..%2Fadmin/orders?order=7&pipe=orders tenant=acme key=static-secret"
+	if len(seen) != 1 || seen[0] != want {
+		t.Fatalf("request %v, want %q (values escaped: a record cannot add path segments)", seen, want)
+	}
+}
+
+func TestABatchTakesItsDynamicParametersFromItsFirstRecord(t *testing.T) {
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { paths = append(paths, r.URL.Path) }))
+	defer srv.Close()
+	tg, err := httptarget.New(httptarget.Config{URL: srv.URL + "/t/<$.body.t>", Batch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tg.Deliver(context.Background(), []*pipe.Event{recordEvent("a", `{"t":"one"}`), recordEvent("b", `{"t":"two"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(paths, ",") != "/t/one" {
+		t.Fatalf("paths %v", paths)
+	}
+}
+
+func TestDynamicParametersAreCheckedAtConstruction(t *testing.T) {
+	for _, tc := range []struct{ name, url string }{
+		{"a placeholder in the host is refused", "http://<$.body.host>/x"},
+		{"an unclosed placeholder is refused", "http://h/<$.body.x"},
+		{"a bad path is refused", "http://h/<$.body..x>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := httptarget.New(httptarget.Config{URL: tc.url}); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+}
+
+func TestDynamicParametersReadTheRecordNotTheRenderedPayload(t *testing.T) {
+	var path string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { path = r.URL.Path }))
+	defer srv.Close()
+	tg, err := httptarget.New(httptarget.Config{URL: srv.URL + "/<$.body.id>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := recordEvent("m", `{"id":"from-record"}`)
+	ev.Payload = []byte(`{"id":"from-payload"}`) // what an input template made
+	if _, err := tg.Deliver(context.Background(), []*pipe.Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+	if path != "/from-record" {
+		t.Fatalf("path %q, want the record's value (Pipes evaluates dynamic parameters before the input template)", path)
+	}
+}
