@@ -183,15 +183,15 @@ type Target struct {
 	Type string // http | stdout | sqs | sns | eventbridge | lambda | func | rabbitmq
 
 	// http
-	URL                string
-	Method             string            // default POST
-	Batch              bool              // default true
-	Headers            map[string]string // values interpolated from env; may hold template placeholders
+	URL     string
+	Method  string            // default POST
+	Batch   bool              // default true
+	Headers map[string]string // values interpolated from env; may hold template placeholders
 	// Query parameters added to the URL; values may hold template
 	// placeholders, as may the URL's path. Key `query`.
-	Query map[string]string
-	Timeout            time.Duration     // default 30s, 1ms..5m
-	InsecureSkipVerify bool              // key `insecure_skip_verify`
+	Query              map[string]string
+	Timeout            time.Duration // default 30s, 1ms..5m
+	InsecureSkipVerify bool          // key `insecure_skip_verify`
 
 	InputTemplate string // key `input_template`
 
