@@ -28,6 +28,7 @@ const (
 	Released
 )
 
+// String is the outcome's name as logs and metrics show it.
 func (o Outcome) String() string {
 	switch o {
 	case Succeeded:

@@ -73,6 +73,7 @@ type SettleError struct {
 	SenderFault bool
 }
 
+// Error names the operation, how many messages failed and the first reason.
 func (e *SettleError) Error() string {
 	ids := make([]string, 0, len(e.Failed))
 	for id := range e.Failed {
