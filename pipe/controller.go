@@ -15,7 +15,7 @@ const (
 
 // controller decides how many batches a pipe may have in flight, the way
 // Lambda's SQS pollers and Pipes do (SPEC.md Part A item 2): start at
-// initial, add up to perMinute while receives come back full, fall back
+// initial, add up to perMinute while receives come back full, halve
 // towards the base on empty receives, halve on throttling and shrink by a
 // quarter on target errors, never below floor nor above max.
 //
@@ -91,7 +91,9 @@ func (c *controller) tick(now time.Time) (int, string) {
 		}
 		reason = reasonBacklog
 	case c.empty && !c.full && c.cur > c.base:
-		c.cur = max(c.base, c.cur-max(1, c.cur/10))
+		// An idle pipe has one poller, so an empty receive comes once per
+		// wait time (20 s): halve, so 1000 falls back to 5 in minutes.
+		c.cur = max(c.base, c.cur/2)
 		c.credit = 0
 		reason = reasonIdle
 	}

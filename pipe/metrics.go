@@ -53,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Extended:         counter("visibility_extended_total", "Messages whose visibility was extended by the heartbeat."),
 		Batches:          counter("batches_total", "Batches handed to the target (Pipes' Invocations)."),
 		Concurrency:      gauge("concurrency", "Concurrent batches the pipe may have in flight now (Pipes' Concurrency)."),
-		InFlight:         gauge("inflight_messages", "Messages received and not yet settled, buffered ones included."),
+		InFlight:         gauge("inflight_messages", "Messages received and not yet settled: buffered, at the target, or awaiting their delete."),
 		InFlightBytes:    gauge("inflight_bytes", "Bytes of the messages received and not yet settled."),
 		APICalls:         counter("aws_api_calls_total", "Calls to AWS APIs, by service operation.", "operation"),
 		PossibleDupes:    counter("possible_duplicates_total", "Messages settled after their receipt handle went stale: they may have been delivered twice."),

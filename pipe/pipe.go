@@ -140,7 +140,7 @@ type Pipe struct {
 	pending     int // messages received and not yet in a running batch
 	reserved    int // messages asked for by receives under way
 	receiving   int // receives under way
-	idle        bool
+	pollers     int // receives that may be under way: grows on full receives, shrinks on empty ones
 	open        []*item
 	openBytes   int
 	openTimer   *time.Timer
@@ -504,15 +504,13 @@ func (p *Pipe) takeTokensLocked(n int) int {
 	return took
 }
 
-// pollersLocked is how many receives may be under way: one when the queue
-// is idle (long polling keeps that cheap), else enough to fill the free
-// batch slots.
+// pollersLocked is how many receives may be under way. It starts at one
+// and doubles with every full receive (a backlog), up to one per free batch
+// slot; a receive that comes back short keeps it, an empty one halves it.
+// So an idle pipe long-polls with a single receive (3 calls a minute) and
+// one message arriving does not wake a hundred pollers.
 func (p *Pipe) pollersLocked() int {
-	if p.idle {
-		return 1
-	}
-	perBatch := max(1, (p.opt.BatchSize+MaxReceive-1)/MaxReceive)
-	return max(1, min(p.conc*perBatch, p.conc))
+	return max(1, min(p.pollers, p.conc))
 }
 
 // roomLocked is how many more messages may be received now: those that can
@@ -570,8 +568,13 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 		return
 	}
 	p.ctl.received(len(msgs), n)
+	switch {
+	case len(msgs) == 0:
+		p.pollers = max(1, p.pollers/2)
+	case len(msgs) >= n:
+		p.pollers = min(max(1, p.pollers)*2, p.conc)
+	}
 	if len(msgs) == 0 {
-		p.idle = true
 		p.met.emptyReceives.Inc()
 		if p.opt.Drain && p.inflight == 0 && p.pending == 0 && p.receiving == 0 {
 			p.mu.Unlock()
@@ -583,7 +586,6 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 		}
 		return
 	}
-	p.idle = false
 	p.met.received.Add(float64(len(msgs)))
 	var bytes int
 	for _, m := range msgs {

@@ -641,3 +641,45 @@ func TestRateLimitGatesReceivesSoTheQueueKeepsWhatIsNotTaken(t *testing.T) {
 		t.Errorf("received %d times, want each message once: a rate limit must not burn receive counts", st.Received)
 	}
 }
+
+// countingSource counts Receive calls.
+type countingSource struct {
+	*memory.Queue
+	calls atomic.Int64
+}
+
+func (c *countingSource) Receive(ctx context.Context, max int) ([]*pipe.Message, error) {
+	c.calls.Add(1)
+	return c.Queue.Receive(ctx, max)
+}
+
+func TestOneMessageOnAnIdlePipeDoesNotWakeEveryPoller(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{WaitTime: 300 * time.Millisecond})
+	src := &countingSource{Queue: q}
+	rec := &recorder{}
+	p, err := pipe.New(pipe.Options{Source: src, Target: rec, InitialConcurrency: 100, MaxConcurrency: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(700 * time.Millisecond) // idle: one long poll at a time
+	idle := src.calls.Load()
+	if idle > 4 {
+		t.Errorf("%d receives in 0.7 s on an empty queue with 300 ms long polls, want about 3", idle)
+	}
+	before := src.calls.Load()
+	send(t, q, `{"n":1}`)
+	waitUntil(t, func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.seen) == 1
+	})
+	time.Sleep(100 * time.Millisecond)
+	if n := src.calls.Load() - before; n > 3 {
+		t.Errorf("one message cost %d receives, want at most 3", n)
+	}
+}

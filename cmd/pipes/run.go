@@ -50,7 +50,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.logLevel, "log-level", "info", "runner log level: debug, info, warn or error (pipes' execution logs follow each pipe's logging.level)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight batches may finish after SIGTERM before they are released")
 	fl.BoolVar(&f.drain, "drain", false, "exit 0 once every source is empty and nothing is in flight")
-	fl.Int64Var(&f.maxInflightBytes, "max-inflight-bytes", 256<<20, "memory budget for in-flight message payloads across all pipes (0: no limit)")
+	fl.Int64Var(&f.maxInflightBytes, "max-inflight-bytes", 256<<20, "budget for the payload bytes of received, unsettled messages across all pipes (0: no limit); the process's memory is a small multiple of it")
 	return cmd
 }
 
