@@ -106,10 +106,12 @@ func line(img *image.RGBA, xa, ya, xb, yb int, c color.RGBA) {
 		if xa == xb && ya == yb {
 			return
 		}
-		if e2 := 2 * e; e2 >= dy {
+		e2 := 2 * e
+		if e2 >= dy {
 			e += dy
 			xa += sx
-		} else {
+		}
+		if e2 <= dx {
 			e += dx
 			ya += sy
 		}

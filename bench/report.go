@@ -10,7 +10,10 @@ import (
 // writeReport prints the Markdown table of r that the README includes.
 func writeReport(w io.Writer, r *Results) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured on %s (%d cores), %s, %s, with:\n\n    %s\n\n", orDash(r.Machine), r.Cores, orDash(r.Date), orDash(r.Go), orDash(r.Command))
+	fmt.Fprintf(&b, "Measured on %s (%d cores), %s, %s, commit %s, with:\n\n    %s\n\n", orDash(r.Machine), r.Cores, orDash(r.Date), orDash(r.Go), orDash(r.Commit), orDash(r.Command))
+	for _, a := range r.Also {
+		fmt.Fprintf(&b, "and later, for some scenarios, %s\n\n", a)
+	}
 	b.WriteString("| Figure | Measured | Target | Met |\n|---|---|---|---|\n")
 	row := func(fig, val, target string, met *bool) {
 		m := ""
@@ -31,9 +34,11 @@ func writeReport(w io.Writer, r *Results) error {
 		row("Server CPU (share of a core) with pipes / minimal", fmt.Sprintf("%.0f%% / %.0f%%", 100*t.Pipes.ServerCPUShare, 100*t.Minimal.ServerCPUShare), t.Note, nil)
 	}
 	if c := r.Calls; c != nil {
-		ops := make([]string, 0, len(c.PerMessage))
+		ops := []string{"DeleteMessage", "ChangeMessageVisibility"} // per-message calls, shown even when 0
 		for op := range c.PerMessage {
-			ops = append(ops, op)
+			if !contains(ops, op) {
+				ops = append(ops, op)
+			}
 		}
 		sort.Strings(ops)
 		for _, op := range ops {
@@ -69,13 +74,17 @@ func writeReport(w io.Writer, r *Results) error {
 			budget = mib(float64(m.Budget))
 		}
 		fig := fmt.Sprintf("Memory at %d batches, %d B msgs, target %s, --max-inflight-bytes %s", m.Concurrency, m.Size, m.TargetDelay, budget)
-		val := fmt.Sprintf("peak RSS %s (idle %s), peak heap %s, peak in flight %s in %.0f msgs, %.0f B heap per in-flight msg",
+		val := fmt.Sprintf("peak RSS %s (%s at first scrape), peak heap (HeapAlloc) %s, peak in flight %s in %.0f msgs, %.0f B heap per in-flight msg",
 			mib(float64(m.PeakRSS)), mib(float64(m.BaselineRSS)), mib(m.PeakHeap), mib(m.PeakInflightBytes), m.PeakInflightMsgs, m.HeapPerInflight)
 		if m.Budget > 0 {
 			row(fig, val, "in-flight bytes ≤ budget", yes(m.WithinBudget))
 		} else {
 			row(fig, val, "", nil)
 		}
+	}
+	if t := r.Trickle; t != nil {
+		row(fmt.Sprintf("ReceiveMessage calls for one message reaching an idle pipe at concurrency %.0f (wait %s)", t.ConcurrencyBefore, t.WaitTime),
+			fmt.Sprintf("%.0f (and %.0f from start until idle)", t.ReceivesForOne, t.StartupReceives), "", nil)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -18,12 +18,29 @@ type Results struct {
 	Date    string `json:"date"`
 	Command string `json:"command"`
 	Go      string `json:"go"`
+	// Commit is the HEAD the measured tree was on (plus uncommitted work).
+	Commit string `json:"commit,omitempty"`
+	// Also lists later runs of some scenarios (date: command) whose
+	// figures replaced those of the main run.
+	Also []string `json:"also,omitempty"`
 
 	Throughput *ThroughputResult `json:"throughput,omitempty"`
 	Calls      *CallsResult      `json:"calls,omitempty"`
 	Idle       *IdleResult       `json:"idle,omitempty"`
 	ScaleUp    []ScaleUpResult   `json:"scaleup,omitempty"`
 	Memory     []MemoryResult    `json:"memory,omitempty"`
+	Trickle    *TrickleResult    `json:"trickle,omitempty"`
+}
+
+// TrickleResult is the cost of one message reaching an idle pipe that
+// was at a high concurrency.
+type TrickleResult struct {
+	Concurrency       int     `json:"concurrency"`
+	WaitTime          string  `json:"wait_time"`
+	StartupReceives   float64 `json:"startup_receives"`
+	ReceivesForOne    float64 `json:"receives_for_one_message"`
+	ConcurrencyBefore float64 `json:"concurrency_before"`
+	ConcurrencyAfter  float64 `json:"concurrency_after"`
 }
 
 // ThroughputResult compares pipes with the minimal consumer.

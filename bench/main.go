@@ -1,0 +1,319 @@
+// Command bench is pipes' benchmark harness (issue 5). One command,
+//
+//	go run ./bench
+//
+// starts the local SQS-compatible server (.ci/sqs), builds pipes and the
+// minimal consumer (bench/minimal), and measures throughput and CPU per
+// message against the minimal consumer, API calls per message, the idle
+// cost, scale-up and memory. Results go to bench/results/ (results.json,
+// CSV files and scaleup.png);
+//
+//	go run ./bench -report
+//
+// prints the Markdown table the README includes. -quick is a smoke run of
+// about a minute and a half whose results go to bench/results/quick/ so
+// that they never replace the full run's. The harness never runs under
+// `go test`.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the harness's flags.
+type options struct {
+	scenarios   map[string]bool
+	n, size     int
+	concurrency int
+	reps        int
+	wait        time.Duration
+	quick       bool
+
+	idleWait    time.Duration
+	idleSeconds time.Duration
+
+	scaleMax     int
+	scaleBacklog int
+	scaleDelay   time.Duration
+	scaleFast    int
+
+	memConc    int
+	memSize    int
+	memBudget  int64
+	memDelay   time.Duration
+	memSeconds time.Duration
+}
+
+// defaultScenarios run unless -scenarios says otherwise; allScenarios adds
+// the optional ones.
+var (
+	defaultScenarios = []string{"throughput", "calls", "idle", "scaleup", "memory"}
+	allScenarios     = append(defaultScenarios[:len(defaultScenarios):len(defaultScenarios)], "trickle")
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var o options
+	scen := flag.String("scenarios", strings.Join(defaultScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ",")+" (trickle is optional)")
+	report := flag.Bool("report", false, "print the Markdown table of the results folder and exit")
+	out := flag.String("out", "", "results folder (default bench/results, or bench/results/quick with -quick)")
+	flag.IntVar(&o.n, "n", 20000, "messages per throughput run")
+	flag.IntVar(&o.size, "size", 200, "message body size in bytes (throughput, calls)")
+	flag.IntVar(&o.concurrency, "concurrency", 16, "concurrent batches in the throughput runs (both runners)")
+	flag.IntVar(&o.reps, "reps", 5, "throughput runs per runner (alternating; medians are reported)")
+	flag.DurationVar(&o.wait, "wait", 2*time.Second, "long-poll wait time in the throughput runs")
+	flag.BoolVar(&o.quick, "quick", false, "small sizes for a smoke run of about two minutes")
+	flag.DurationVar(&o.idleWait, "idle-wait", 20*time.Second, "wait_time of the idle run")
+	flag.DurationVar(&o.idleSeconds, "idle-seconds", time.Minute, "how long the idle cost is measured")
+	flag.IntVar(&o.scaleMax, "scaleup-max", 1000, "max_concurrency of the scale-up runs (from initial 5)")
+	flag.IntVar(&o.scaleBacklog, "scaleup-backlog", 10000, "backlog kept on the queue during scale-up")
+	flag.DurationVar(&o.scaleDelay, "scaleup-delay", 5*time.Second, "target answer delay during scale-up")
+	flag.IntVar(&o.scaleFast, "scaleup-fast", 6000, "scale_up_per_minute of the second scale-up run (0: none)")
+	flag.IntVar(&o.memConc, "memory-concurrency", 1000, "concurrent batches of the memory runs")
+	flag.IntVar(&o.memSize, "memory-size", 4096, "message size of the memory runs")
+	flag.Int64Var(&o.memBudget, "memory-budget", 8<<20, "--max-inflight-bytes of the bounded memory run")
+	flag.DurationVar(&o.memDelay, "memory-delay", 10*time.Second, "target answer delay of the memory runs")
+	flag.DurationVar(&o.memSeconds, "memory-seconds", 30*time.Second, "how long each memory run lasts")
+	flag.Parse()
+
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	dir := *out
+	switch {
+	case dir != "":
+	case o.quick:
+		dir = filepath.Join(root, "bench", "results", "quick")
+	default:
+		dir = filepath.Join(root, "bench", "results")
+	}
+	if *report {
+		r, err := loadResults(dir)
+		if err != nil {
+			return err
+		}
+		if err := writeReport(os.Stdout, r); err != nil {
+			return err
+		}
+		return writeMicro(os.Stdout, dir)
+	}
+	o.scenarios = map[string]bool{}
+	for _, s := range strings.Split(*scen, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !contains(allScenarios, s) {
+			return fmt.Errorf("-scenarios: unknown scenario %q (want %s)", s, strings.Join(allScenarios, ","))
+		}
+		o.scenarios[s] = true
+	}
+	if o.quick {
+		o.applyQuick()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runHarness(ctx, root, dir, o)
+}
+
+// applyQuick shrinks every size for a smoke run, keeping flags the user set.
+func (o *options) applyQuick() {
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	quick := map[string]func(){
+		"n":                  func() { o.n = 3000 },
+		"reps":               func() { o.reps = 1 },
+		"idle-wait":          func() { o.idleWait = 5 * time.Second },
+		"idle-seconds":       func() { o.idleSeconds = 15 * time.Second },
+		"scaleup-max":        func() { o.scaleMax = 30 },
+		"scaleup-backlog":    func() { o.scaleBacklog = 2000 },
+		"scaleup-delay":      func() { o.scaleDelay = time.Second },
+		"memory-concurrency": func() { o.memConc = 100 },
+		"memory-delay":       func() { o.memDelay = 3 * time.Second },
+		"memory-seconds":     func() { o.memSeconds = 8 * time.Second },
+		"memory-budget":      func() { o.memBudget = 1 << 20 },
+	}
+	for name, apply := range quick {
+		if !set[name] {
+			apply()
+		}
+	}
+}
+
+// harness is one run's shared state: the server, the target, the built
+// binaries and the children.
+type harness struct {
+	o          options
+	root, tmp  string
+	resultsDir string
+	pipesBin   string
+	minimalBin string
+	srv        *sqsServer
+	tgt        *target
+	kids       *children
+}
+
+func runHarness(ctx context.Context, root, dir string, o options) error {
+	tmp, err := os.MkdirTemp("", "pipes-bench-")
+	if err != nil {
+		return fmt.Errorf("creating a temporary folder: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	h := &harness{o: o, root: root, tmp: tmp, resultsDir: dir, kids: &children{}}
+	defer h.kids.killAll()
+	progress("building pipes and the minimal consumer")
+	h.pipesBin = filepath.Join(tmp, "pipes")
+	h.minimalBin = filepath.Join(tmp, "minimal")
+	for bin, pkg := range map[string]string{h.pipesBin: "./cmd/pipes", h.minimalBin: "./bench/minimal"} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("building %s: %w: %s", pkg, err, out)
+		}
+	}
+	progress("starting the SQS server")
+	h.srv, err = startServer(ctx, root)
+	if err != nil {
+		return err
+	}
+	defer h.srv.stop()
+	h.tgt, err = startTarget()
+	if err != nil {
+		return err
+	}
+	defer h.tgt.close()
+
+	res, err := loadResults(dir)
+	if err != nil {
+		return err
+	}
+	command := strings.TrimSpace("go run ./bench " + strings.Join(os.Args[1:], " "))
+	date := time.Now().UTC().Format("2006-01-02 15:04 UTC")
+	full := true
+	for _, s := range defaultScenarios {
+		full = full && o.scenarios[s]
+	}
+	if full || res.Command == "" {
+		res.Machine, res.Cores = machine()
+		res.Date, res.Command, res.Go, res.Also = date, command, runtime.Version(), nil
+		res.Commit = gitHead(ctx, root)
+	} else {
+		also := res.Also[:0]
+		for _, a := range res.Also {
+			if !strings.HasSuffix(a, ": "+command) {
+				also = append(also, a)
+			}
+		}
+		res.Also = append(also, date+": "+command)
+	}
+	steps := []struct {
+		name string
+		run  func(context.Context, *Results) error
+	}{
+		{"throughput", h.throughput},
+		{"calls", h.calls},
+		{"idle", h.idle},
+		{"scaleup", h.scaleUp},
+		{"memory", h.memory},
+		{"trickle", h.trickle},
+	}
+	var errs []error
+	for _, s := range steps {
+		if !o.scenarios[s.name] || ctx.Err() != nil {
+			continue
+		}
+		progress("scenario " + s.name)
+		if err := s.run(ctx, res); err != nil {
+			errs = append(errs, fmt.Errorf("scenario %s: %w", s.name, err))
+			progress(fmt.Sprintf("scenario %s failed: %v", s.name, err))
+		}
+		if err := res.save(dir); err != nil {
+			return err
+		}
+	}
+	if err := writeReport(os.Stdout, res); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return errors.Join(errs...)
+}
+
+// gitHead names the commit the working tree is on ("" when git fails).
+func gitHead(ctx context.Context, root string) string {
+	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// progress prints a timestamped line to stderr.
+func progress(msg string) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), msg)
+}
+
+// machine reads the CPU model from /proc/cpuinfo and counts the cores.
+func machine() (string, int) {
+	model := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return model, runtime.NumCPU()
+}
+
+// repoRoot walks up from the working directory to the folder with go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the repository root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("finding the repository root: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
