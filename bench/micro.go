@@ -71,10 +71,11 @@ func parseBench(r io.Reader) ([]microBench, error) {
 	return out, nil
 }
 
-// microTargets are the per-benchmark targets on the median ns/op.
+// microTargets are the per-benchmark targets on the median ns/op:
+// matching a 5-field pattern (the body decode is measured apart, and the
+// report gives the ratio).
 var microTargets = map[string]float64{
-	"filter.MatchDecodedBody":    2000,
-	"filter.MatchWithBodyDecode": 2000,
+	"filter.MatchDecodedBody": 2000,
 }
 
 // writeMicro prints the medians of dir/micro.txt as a Markdown table; a
