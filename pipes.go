@@ -282,6 +282,8 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 		MaxConcurrency:        s.Source.MaxConcurrency,
 		InitialConcurrency:    s.Source.InitialConcurrency,
 		ScaleUpPerMinute:      s.Source.ScaleUpPerMinute,
+		RateLimit:             s.Source.RateLimit,
+		Unwrap:                unwrapKind(s.Source.Unwrap),
 		ShutdownTimeout:       env.ShutdownTimeout,
 		Drain:                 env.Drain,
 		Budget:                env.Budget,
@@ -297,6 +299,14 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 		opt.RetryBackoff = &pipe.Backoff{Base: b.Base, Factor: b.Factor, Max: b.Max, Jitter: b.Jitter}
 	}
 	return pipe.New(opt)
+}
+
+// unwrapKind maps the file's `unwrap:` value to the runtime's.
+func unwrapKind(v string) string {
+	if v == "none" {
+		return pipe.UnwrapNone
+	}
+	return v
 }
 
 func newSQSSource(ctx context.Context, s config.Pipe, env *Env) (pipe.Source, error) {

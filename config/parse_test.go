@@ -29,7 +29,7 @@ func TestDefaultsOfAMinimalFile(t *testing.T) {
 		Name: "orders",
 		Source: Source{
 			Type: "sqs", QueueName: "orders", BatchSize: 10, MaxConcurrency: 1000,
-			WaitTime: 20 * time.Second, InitialConcurrency: 5, ScaleUpPerMinute: 300,
+			WaitTime: 20 * time.Second, InitialConcurrency: 5, ScaleUpPerMinute: 300, Unwrap: "none",
 			Pos: Pos{File: "p.yaml", Line: 3, Column: 3},
 		},
 		Target: Target{

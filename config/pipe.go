@@ -123,7 +123,7 @@ func (d *decoder) pipe(n *yaml.Node, path, dir string) (parsed, bool) {
 	} else if sb := b.sub("source", []string{
 		"type", "queue_url", "queue_arn", "queue_name", "region", "endpoint",
 		"batch_size", "batch_window", "max_concurrency", "visibility_timeout", "wait_time",
-		"initial_concurrency", "scale_up_per_minute", "rate_limit", "retry_backoff",
+		"initial_concurrency", "scale_up_per_minute", "rate_limit", "unwrap", "retry_backoff",
 		"fifo", "preload", "redrive_policy",
 	}); sb != nil {
 		p.Source = d.source(sb, p.Name)
@@ -180,6 +180,7 @@ func (d *decoder) source(b *block, pipeName string) Source {
 	s.InitialConcurrency = b.integer("initial_concurrency", min(5, s.MaxConcurrency), 1, s.MaxConcurrency)
 	s.ScaleUpPerMinute = b.integer("scale_up_per_minute", 300, 1, 100000)
 	s.RateLimit = b.number("rate_limit", 0, 0, 1e6)
+	s.Unwrap = b.enum("unwrap", "none", "none", "sns", "eventbridge", "auto")
 	if rb := b.sub("retry_backoff", []string{"base", "factor", "max", "jitter"}); rb != nil {
 		s.RetryBackoff = d.backoff(rb)
 	}

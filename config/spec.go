@@ -73,6 +73,9 @@ type Source struct {
 	// minute while messages keep coming (default 300, Pipes' rate; 1..100000).
 	// Key `scale_up_per_minute`.
 	ScaleUpPerMinute int
+	// Unwrap takes message bodies out of an envelope before filtering:
+	// "none" (default), "sns", "eventbridge" or "auto". Key `unwrap`.
+	Unwrap string
 	// RateLimit caps the messages received per second (0: no cap): a token
 	// bucket gates the receives, so messages beyond it stay in the queue
 	// and burn no receive count. Key `rate_limit`.

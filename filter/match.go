@@ -193,6 +193,12 @@ func (f *fieldNode) matchRecord(r *record) bool {
 		return f.matchPresent(m.Attributes)
 	case recMessageAttributes:
 		return f.matchPresent(r.messageAttributes())
+	case recEnvelope:
+		env, ok := envelopeValue(m)
+		if !ok {
+			return f.matchAbsent()
+		}
+		return f.matchPresent(env)
 	default:
 		return f.matchAbsent()
 	}

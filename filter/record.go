@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/pipesproject/pipes/internal/jsonvalue"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -20,6 +21,7 @@ const (
 	recMessageAttributes
 	recMD5OfBody
 	recMD5OfMessageAttributes
+	recEnvelope
 )
 
 // recordFieldOf maps a top-level pattern key to the record field it names.
@@ -41,6 +43,8 @@ func recordFieldOf(key string) recordField {
 		return recMD5OfBody
 	case "md5OfMessageAttributes":
 		return recMD5OfMessageAttributes
+	case "envelope":
+		return recEnvelope
 	}
 	return recNone
 }
@@ -128,6 +132,9 @@ func RecordValue(ev *pipe.Event) map[string]any {
 	if m.MD5OfMessageAttributes != "" {
 		rec["md5OfMessageAttributes"] = m.MD5OfMessageAttributes
 	}
+	if env, ok := envelopeValue(m); ok {
+		rec["envelope"] = env
+	}
 	return rec
 }
 
@@ -198,4 +205,13 @@ func withFloats(v any) (any, bool) {
 		return out, true
 	}
 	return v, true
+}
+
+// envelopeValue is the decoded envelope the pipe unwrapped the body from
+// (source `unwrap:`), and false when there is none.
+func envelopeValue(m *pipe.Message) (any, bool) {
+	if len(m.Envelope) == 0 {
+		return nil, false
+	}
+	return jsonvalue.Decode(string(m.Envelope), false)
 }

@@ -42,6 +42,10 @@ type Message struct {
 	EventSourceARN string `json:"eventSourceARN"`
 	// AWSRegion is the queue's region.
 	AWSRegion string `json:"awsRegion"`
+	// Envelope is the original body when the pipe unwrapped an SNS or
+	// EventBridge envelope (source `unwrap:`); Body is then what the
+	// envelope carried. Absent otherwise.
+	Envelope json.RawMessage `json:"envelope,omitempty"`
 
 	once    sync.Once
 	encoded []byte
@@ -92,7 +96,7 @@ func (m *Message) ReceiveCount() int {
 // Size is the number of bytes the message weighs in memory budgets and in
 // the 6 MB batch payload limit: its body and attribute values.
 func (m *Message) Size() int {
-	n := len(m.Body) + len(m.ReceiptHandle) + len(m.MessageID)
+	n := len(m.Body) + len(m.ReceiptHandle) + len(m.MessageID) + len(m.Envelope)
 	for k, v := range m.Attributes {
 		n += len(k) + len(v)
 	}
@@ -116,6 +120,7 @@ type messageJSON struct {
 	EventSource            string                      `json:"eventSource"`
 	EventSourceARN         string                      `json:"eventSourceARN"`
 	AWSRegion              string                      `json:"awsRegion"`
+	Envelope               json.RawMessage             `json:"envelope,omitempty"`
 }
 
 // JSON returns the record's JSON encoding, computed once and shared: callers
@@ -134,7 +139,7 @@ func (m *Message) JSON() ([]byte, error) {
 			MessageID: m.MessageID, ReceiptHandle: m.ReceiptHandle, Body: m.Body,
 			Attributes: attrs, MessageAttributes: mattrs, MD5OfBody: m.MD5OfBody,
 			MD5OfMessageAttributes: m.MD5OfMessageAttributes, EventSource: m.EventSource,
-			EventSourceARN: m.EventSourceARN, AWSRegion: m.AWSRegion,
+			EventSourceARN: m.EventSourceARN, AWSRegion: m.AWSRegion, Envelope: m.Envelope,
 		})
 	})
 	return m.encoded, m.err
@@ -153,7 +158,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		MessageID: j.MessageID, ReceiptHandle: j.ReceiptHandle, Body: j.Body,
 		Attributes: j.Attributes, MessageAttributes: j.MessageAttributes, MD5OfBody: j.MD5OfBody,
 		MD5OfMessageAttributes: j.MD5OfMessageAttributes, EventSource: j.EventSource,
-		EventSourceARN: j.EventSourceARN, AWSRegion: j.AWSRegion,
+		EventSourceARN: j.EventSourceARN, AWSRegion: j.AWSRegion, Envelope: j.Envelope,
 	}
 	return nil
 }

@@ -95,6 +95,9 @@ type Options struct {
 	// DeadLetterOnExhausted sends items whose retries ran out to
 	// DeadLetter instead of back to the queue.
 	DeadLetterOnExhausted bool
+	// Unwrap names the envelope to take message bodies out of: "sns",
+	// "eventbridge", "auto" (either) or "" (none).
+	Unwrap string
 	// RateLimit caps the messages received per second (0: no cap). A token
 	// bucket (burst: one second's worth, at least 10) gates the receives, so
 	// messages beyond the rate stay in the queue and burn no receive count.
@@ -526,6 +529,9 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 	// The visibility timeout runs from the request, not from the answer.
 	now := time.Now()
 	msgs, err := p.opt.Source.Receive(ctx, n)
+	for _, m := range msgs {
+		unwrap(m, p.opt.Unwrap) // before the lock: it decodes JSON
+	}
 	p.mu.Lock()
 	defer p.signal()
 	defer p.mu.Unlock()

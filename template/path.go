@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/pipesproject/pipes/internal/jsonvalue"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -223,7 +224,7 @@ func children(v any) []any {
 		var out []any
 		for _, name := range [...]string{ // the record's keys in the order of its JSON
 			"messageId", "receiptHandle", "body", "attributes", "messageAttributes",
-			"md5OfBody", "md5OfMessageAttributes", "eventSource", "eventSourceARN", "awsRegion",
+			"md5OfBody", "md5OfMessageAttributes", "eventSource", "eventSourceARN", "awsRegion", "envelope",
 		} {
 			if c, ok := n.field(name, false); ok {
 				out = append(out, c)
@@ -309,6 +310,15 @@ func (r *record) field(name string, last bool) (any, bool) {
 		return m.EventSourceARN, true
 	case "awsRegion":
 		return m.AWSRegion, true
+	case "envelope":
+		if len(m.Envelope) == 0 {
+			return nil, false
+		}
+		if last {
+			return rawJSON(m.Envelope), true
+		}
+		v, ok := jsonvalue.Decode(string(m.Envelope), false)
+		return v, ok
 	}
 	return nil, false
 }

@@ -107,6 +107,9 @@ func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout io.Write
 		res := testResult{Index: index}
 		msg, err := testMessage(spec, text, f.records, index)
 		index++
+		if err == nil && spec.Source.Unwrap != "none" && spec.Source.Unwrap != "" {
+			pipe.Unwrap(msg, spec.Source.Unwrap)
+		}
 		if err != nil {
 			res.Error = fmt.Sprintf("%s:%d: %v", f.input, line, err)
 			bad++
