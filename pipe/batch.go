@@ -185,7 +185,7 @@ func (p *Pipe) process(ctx context.Context, items []*item, v []verdict) error {
 		if reason == nil {
 			reason = errors.New("reported failed by the target")
 		}
-		fail(f.ID, "target", reason, FailedRetry)
+		fail(f.ID, "target", reason, shutdownOr(FailedRetry))
 	}
 	for _, ev := range events {
 		fail(ev.ID(), "", nil, Succeeded)
