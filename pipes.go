@@ -11,7 +11,9 @@
 package pipes
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +50,20 @@ type Env struct {
 	ShutdownTimeout time.Duration
 	// Drain makes pipes stop once their sources are empty.
 	Drain bool
+	// DryRun replaces every target by a printer of what it would get (one
+	// JSON line per record on Stdout) and deletes nothing: the messages are
+	// kept hidden while the pipes run and released when they stop.
+	DryRun bool
+
+	outMu *sync.Mutex
+}
+
+// stdoutMu is the lock that keeps dry-run lines whole on Stdout.
+func (e *Env) stdoutMu() *sync.Mutex {
+	if e.outMu == nil {
+		e.outMu = &sync.Mutex{}
+	}
+	return e.outMu
 }
 
 func (e *Env) defaults() {
@@ -245,7 +261,9 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 		})
 	}
 	var dead pipe.Target
-	if dl := s.DeadLetter; dl != nil {
+	if env.DryRun {
+		tgt = dryRunTarget{pipe: s.Name, w: env.Stdout, mu: env.stdoutMu()}
+	} else if dl := s.DeadLetter; dl != nil {
 		switch dl.Target.Type {
 		case "sqs", "sns", "eventbridge", "lambda":
 			// A dead-lettered event's payload is the raw body: templated
@@ -286,6 +304,7 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 		Unwrap:                unwrapKind(s.Source.Unwrap),
 		ShutdownTimeout:       env.ShutdownTimeout,
 		Drain:                 env.Drain,
+		DryRun:                env.DryRun,
 		Budget:                env.Budget,
 		Metrics:               env.Metrics,
 		Logger:                env.Logger,
@@ -391,4 +410,38 @@ func (r *Registry) newFuncTarget(_ context.Context, s config.Pipe, _ *Env) (pipe
 		return nil, errors.New("no func target registered as " + s.Target.Func)
 	}
 	return t, nil
+}
+
+// dryRunTarget prints what a target would get, one JSON line per record,
+// and takes everything: `pipes run --dry-run`.
+type dryRunTarget struct {
+	pipe string
+	w    io.Writer
+	mu   *sync.Mutex
+}
+
+// Deliver writes one line per event: the pipe, the message id and the
+// payload (as JSON when it is JSON, else as a string).
+func (d dryRunTarget) Deliver(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+	var buf bytes.Buffer
+	for _, ev := range events {
+		in := json.RawMessage(ev.Payload)
+		if !json.Valid(ev.Payload) {
+			in, _ = json.Marshal(string(ev.Payload))
+		}
+		line, err := json.Marshal(struct {
+			Pipe        string          `json:"pipe"`
+			MessageID   string          `json:"messageId"`
+			TargetInput json.RawMessage `json:"target_input"`
+		}{d.pipe, ev.ID(), in})
+		if err != nil {
+			return pipe.Result{}, err
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, err := d.w.Write(buf.Bytes())
+	return pipe.Result{}, err
 }

@@ -257,10 +257,15 @@ func (p *Pipe) finishBatch(ctx context.Context, items []*item, v []verdict, targ
 		p.met.execPartial.Inc()
 	}
 	p.exec.batchDone(ctx, len(items), len(toDelete), failed, time.Since(start))
+	if p.opt.DryRun {
+		// Nothing is deleted: what would be is kept hidden (heartbeat) and
+		// released when the pipe stops.
+		toDelete = nil
+	}
 	del.add(toDelete)
 	settleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if len(toFail) > 0 {
+	if len(toFail) > 0 && !p.opt.DryRun { // a dry run keeps them hidden too
 		if b := p.opt.RetryBackoff; b != nil {
 			p.delayFailed(settleCtx, toFail, *b)
 		} else {

@@ -112,6 +112,12 @@ type Options struct {
 	// Drain makes Run return once the source is empty and nothing is in
 	// flight.
 	Drain bool
+	// DryRun never deletes: messages that would be deleted (delivered or
+	// filtered) stay hidden by the heartbeat while the pipe runs and are
+	// released (visibility 0) when it stops, so a live queue can be watched
+	// without consuming it. With Drain, the pipe stops once receives come
+	// back empty.
+	DryRun bool
 
 	// Budget bounds in-flight bytes across pipes (nil: no limit).
 	Budget *Budget
@@ -584,7 +590,7 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 		p.met.emptyReceives.Inc()
 		if p.opt.Drain && p.inflight == 0 && p.pending == 0 && p.receiving == 0 {
 			p.mu.Unlock()
-			empty := p.sourceEmpty(ctx)
+			empty := p.opt.DryRun || p.sourceEmpty(ctx)
 			p.mu.Lock()
 			if empty && p.inflight == 0 && p.pending == 0 && p.receiving == 0 {
 				p.drained = true

@@ -513,3 +513,25 @@ func TestValidateChecksTemplatesInHTTPTargetParameters(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+func TestDryRunPrintsWhatTargetsWouldGetAndConsumesNothing(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "run", "--drain", "--dry-run", "--metrics-addr", "", "-f", "../../examples/quickstart/pipeline.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 13 {
+		t.Fatalf("%d lines, want one per message (13): the dry run calls no target, so none fails\n%s", len(lines), stdout)
+	}
+	var line struct {
+		Pipe        string         `json:"pipe"`
+		MessageID   string         `json:"messageId"`
+		TargetInput map[string]any `json:"target_input"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil || line.Pipe != "orders" || line.MessageID == "" || line.TargetInput["eventSource"] != "aws:sqs" {
+		t.Fatalf("line %s: %v", lines[0], err)
+	}
+	if !strings.Contains(stderr, "queue orders: 13 left, 13 received, 0 deleted, 0 dead-lettered") {
+		t.Fatalf("the queue was consumed:\n%s", stderr)
+	}
+}

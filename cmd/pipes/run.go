@@ -30,6 +30,7 @@ type runFlags struct {
 	logLevel         string
 	shutdownTimeout  time.Duration
 	drain            bool
+	dryRun           bool
 	maxInflightBytes int64
 }
 
@@ -50,6 +51,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.logLevel, "log-level", "info", "runner log level: debug, info, warn or error (pipes' execution logs follow each pipe's logging.level)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight batches may finish after SIGTERM before they are released")
 	fl.BoolVar(&f.drain, "drain", false, "exit 0 once every source is empty and nothing is in flight")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "call no target and delete nothing: print what each target would get, keep the messages hidden while running and release them at exit")
 	fl.Int64Var(&f.maxInflightBytes, "max-inflight-bytes", 256<<20, "budget for the payload bytes of received, unsettled messages across all pipes (0: no limit); the process's memory is a small multiple of it")
 	return cmd
 }
@@ -114,6 +116,7 @@ func runPipes(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		Stdout:          stdout,
 		ShutdownTimeout: f.shutdownTimeout,
 		Drain:           f.drain,
+		DryRun:          f.dryRun,
 	}
 	built, err := reg.Build(ctx, specs, env)
 	if err != nil {
