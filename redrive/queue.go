@@ -10,10 +10,8 @@ package redrive
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/pipesproject/pipes/internal/awsclient"
+	"github.com/pipesproject/pipes/internal/sqsname"
 )
 
 // API is the part of the SQS client this package calls. *sqs.Client
@@ -69,37 +68,13 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*sqs.Client, error) {
 }
 
 // QueueARN is a parsed arn:<partition>:sqs:<region>:<account>:<name>.
-type QueueARN struct {
-	Partition, Region, Account, Name string
-}
+type QueueARN = sqsname.QueueARN
 
 // ParseQueueARN parses an SQS queue ARN.
-func ParseQueueARN(s string) (QueueARN, error) {
-	parts := strings.Split(s, ":")
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" {
-		return QueueARN{}, fmt.Errorf("queue ARN %q is not of the form arn:<partition>:sqs:<region>:<account>:<name>", s)
-	}
-	a := QueueARN{Partition: parts[1], Region: parts[3], Account: parts[4], Name: parts[5]}
-	if a.Partition == "" || a.Region == "" || a.Account == "" || a.Name == "" {
-		return QueueARN{}, fmt.Errorf("queue ARN %q has an empty partition, region, account or name", s)
-	}
-	return a, nil
-}
+func ParseQueueARN(s string) (QueueARN, error) { return sqsname.ParseQueueARN(s) }
 
-// RegionOfURL guesses the region of an AWS queue URL
-// (https://sqs.<region>.amazonaws.com/...); "" when it is not one.
-func RegionOfURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return ""
-	}
-	rest, ok := strings.CutPrefix(u.Hostname(), "sqs.")
-	if !ok || !strings.Contains(rest, ".amazonaws.") {
-		return ""
-	}
-	region, _, _ := strings.Cut(rest, ".")
-	return region
-}
+// RegionOfURL guesses the region of an AWS queue URL; "" when it is not one.
+func RegionOfURL(s string) string { return sqsname.RegionOfURL(s) }
 
 // ResolveURL returns the URL of the queue named by exactly one of queueURL,
 // queueARN and queueName, asking SQS (GetQueueUrl) unless the URL is
@@ -154,21 +129,16 @@ func DeadLetterURL(ctx context.Context, api API, sourceURL string) (string, erro
 }
 
 // ParseRedrivePolicy returns the deadLetterTargetArn of a RedrivePolicy
-// attribute (a JSON object).
+// attribute (a JSON object), checked to be a queue ARN.
 func ParseRedrivePolicy(s string) (deadLetterARN string, err error) {
-	var p struct {
-		DeadLetterTargetARN string `json:"deadLetterTargetArn"`
+	arn, err := sqsname.DeadLetterARN(s)
+	if err != nil {
+		return "", err
 	}
-	if err := json.Unmarshal([]byte(s), &p); err != nil {
+	if _, err := ParseQueueARN(arn); err != nil {
 		return "", fmt.Errorf("parsing redrive policy %q: %w", s, err)
 	}
-	if p.DeadLetterTargetARN == "" {
-		return "", fmt.Errorf("parsing redrive policy %q: no deadLetterTargetArn", s)
-	}
-	if _, err := ParseQueueARN(p.DeadLetterTargetARN); err != nil {
-		return "", fmt.Errorf("parsing redrive policy %q: %w", s, err)
-	}
-	return p.DeadLetterTargetARN, nil
+	return arn, nil
 }
 
 // Counts are a queue's approximate message counts and identity.

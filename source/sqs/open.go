@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/pipesproject/pipes/internal/sqsname"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -53,12 +54,12 @@ func (s *Source) resolveURL(ctx context.Context) (string, error) {
 	}
 	in := &sqs.GetQueueUrlInput{QueueName: aws.String(s.cfg.QueueName)}
 	if s.cfg.QueueARN != "" {
-		a, err := parseQueueARN(s.cfg.QueueARN)
+		a, err := sqsname.ParseQueueARN(s.cfg.QueueARN)
 		if err != nil {
 			return "", pipe.Permanent(err)
 		}
-		in.QueueName = aws.String(a.name)
-		in.QueueOwnerAWSAccountId = aws.String(a.account)
+		in.QueueName = aws.String(a.Name)
+		in.QueueOwnerAWSAccountId = aws.String(a.Account)
 	}
 	out, err := s.api.GetQueueUrl(ctx, in)
 	if err != nil {
@@ -73,8 +74,8 @@ func (s *Source) queueFrom(url string, attrs map[string]string) (*queue, error) 
 	if q.arn == "" {
 		q.arn = s.cfg.QueueARN
 	}
-	if a, err := parseQueueARN(q.arn); err == nil {
-		q.region = a.region
+	if a, err := sqsname.ParseQueueARN(q.arn); err == nil {
+		q.region = a.Region
 	}
 	q.info = pipe.SourceInfo{
 		ARN:               q.arn,
@@ -90,7 +91,7 @@ func (s *Source) queueFrom(url string, attrs map[string]string) (*queue, error) 
 		q.info.VisibilityTimeout = time.Duration(secs) * time.Second
 	}
 	if rp := attrs[string(types.QueueAttributeNameRedrivePolicy)]; rp != "" {
-		p, err := parseRedrivePolicy(rp)
+		p, err := sqsname.ParseRedrivePolicy(rp)
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/pipesproject/pipes/internal/awsclient"
+	"github.com/pipesproject/pipes/internal/sqsname"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -105,12 +106,12 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 	}
 	region := cfg.Region
 	if region == "" && cfg.QueueARN != "" {
-		a, _ := parseQueueARN(cfg.QueueARN) // validated above
-		region = a.region
+		a, _ := sqsname.ParseQueueARN(cfg.QueueARN) // validated above
+		region = a.Region
 	}
 	var guess string
 	if cfg.QueueURL != "" {
-		guess = regionFromURL(cfg.QueueURL)
+		guess = sqsname.RegionOfURL(cfg.QueueURL)
 	}
 	region, ok := awsclient.Region(awsCfg, region, guess)
 	if !ok {
@@ -142,7 +143,7 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("give exactly one of queue URL, queue ARN and queue name"))
 	}
 	if c.QueueARN != "" {
-		if _, err := parseQueueARN(c.QueueARN); err != nil {
+		if _, err := sqsname.ParseQueueARN(c.QueueARN); err != nil {
 			errs = append(errs, err)
 		}
 	}

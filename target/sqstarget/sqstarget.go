@@ -39,6 +39,7 @@ import (
 	"github.com/pipesproject/pipes/internal/awsclient"
 	"github.com/pipesproject/pipes/internal/batching"
 	tparam "github.com/pipesproject/pipes/internal/param"
+	"github.com/pipesproject/pipes/internal/sqsname"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -136,7 +137,7 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the AWS configuration for the SQS target %s: %w", cfg.QueueURL, err)
 	}
-	region, ok := awsclient.Region(awsCfg, cfg.Region, regionFromURL(cfg.QueueURL))
+	region, ok := awsclient.Region(awsCfg, cfg.Region, sqsname.RegionOfURL(cfg.QueueURL))
 	if !ok {
 		return nil, fmt.Errorf("configuring the SQS target %s: no AWS region: set the target's region, AWS_REGION or a profile's region", cfg.QueueURL)
 	}
@@ -207,21 +208,6 @@ func newTarget(cfg Config) (*Target, error) {
 		MaxParallel: t.maxParallel, Ordered: t.fifo, Send: t.send, Skip: t.skip,
 	}
 	return t, nil
-}
-
-// regionFromURL returns the region of an amazonaws.com queue URL, "" for
-// other URLs.
-func regionFromURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return ""
-	}
-	host := u.Hostname()
-	if rest, ok := strings.CutPrefix(host, "sqs."); ok && strings.Contains(rest, ".amazonaws.") {
-		region, _, _ := strings.Cut(rest, ".")
-		return region
-	}
-	return ""
 }
 
 // Close releases the idle connections of the client's HTTP client. It does
