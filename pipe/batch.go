@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
-
-	"github.com/sourcegraph/conc"
 )
 
 // Outcome is what happened to one message; the pipe settles it accordingly.
@@ -49,11 +46,12 @@ type verdict struct {
 	err     error
 }
 
-// runBatch takes one batch through filter, transformer and target, then
-// settles every message exactly once, whatever happens (panics included).
-func (p *Pipe) runBatch(ctx context.Context, items []*item, del *deleter) {
+// runBatch takes one batch through filter, enrichment, transformer and
+// target, then settles every message exactly once, whatever happens
+// (panics included).
+func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool) {
 	start := time.Now()
-	v := make([]verdict, len(items))
+	v := make([]verdict, len(batch))
 	var targetErr error
 	defer func() {
 		if r := recover(); r != nil {
@@ -66,18 +64,18 @@ func (p *Pipe) runBatch(ctx context.Context, items []*item, del *deleter) {
 			}
 			targetErr = err
 		}
-		p.finishBatch(ctx, items, v, targetErr, del, start)
+		p.settleBatch(ctx, batch, v, targetErr, start, probe)
 	}()
-	targetErr = p.process(ctx, items, v)
+	targetErr = p.process(ctx, batch, v)
 }
 
 // process decides the verdicts of a batch; it returns the whole-batch error
 // of the enrichment or the target, if any.
-func (p *Pipe) process(ctx context.Context, items []*item, v []verdict) error {
-	byID := make(map[string][]int, len(items))
-	events := make([]*Event, 0, len(items))
-	for i, it := range items {
-		ev, err := NewEvent(it.msg)
+func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) error {
+	byID := make(map[string][]int, len(batch))
+	events := make([]*Event, 0, len(batch))
+	for i, d := range batch {
+		ev, err := NewEvent(d.Message)
 		if err != nil {
 			v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
 			continue
@@ -121,7 +119,7 @@ func (p *Pipe) process(ctx context.Context, items []*item, v []verdict) error {
 		for _, f := range res.Failures {
 			reason := f.Err
 			if reason == nil {
-				reason = errors.New("reported failed by the enrichment")
+				reason = ErrReportedFailed
 			}
 			fail(f.ID, "enrichment", reason, FailedRetry)
 		}
@@ -183,7 +181,7 @@ func (p *Pipe) process(ctx context.Context, items []*item, v []verdict) error {
 	for _, f := range res.Failures {
 		reason := f.Err
 		if reason == nil {
-			reason = errors.New("reported failed by the target")
+			reason = ErrReportedFailed
 		}
 		fail(f.ID, "target", reason, shutdownOr(FailedRetry))
 	}
@@ -194,11 +192,12 @@ func (p *Pipe) process(ctx context.Context, items []*item, v []verdict) error {
 }
 
 // applyFIFO fails, in each message group, every message after the group's
-// first failure, so that order is kept when they come back.
-func applyFIFO(items []*item, v []verdict) {
+// first failure, so that order is kept when they come back. It returns the
+// groups that failed.
+func applyFIFO(batch []*Delivery, v []verdict) map[string]bool {
 	var failedGroups map[string]error
-	for i, it := range items {
-		g := it.msg.GroupID()
+	for i, d := range batch {
+		g := d.Message.GroupID()
 		if err, ok := failedGroups[g]; ok {
 			if v[i].outcome != FailedRetry && v[i].outcome != Released {
 				// Not wrapped: this message did not fail itself, so it must not
@@ -214,102 +213,176 @@ func applyFIFO(items []*item, v []verdict) {
 			failedGroups[g] = v[i].err
 		}
 	}
+	groups := make(map[string]bool, len(failedGroups))
+	for g := range failedGroups {
+		groups[g] = true
+	}
+	return groups
 }
 
-// finishBatch settles a batch by its verdicts and frees its slot.
-func (p *Pipe) finishBatch(ctx context.Context, items []*item, v []verdict, targetErr error, del *deleter, start time.Time) {
-	fifo := p.info.FIFO
-	if fifo {
-		applyFIFO(items, v)
+// settleBatch turns a batch's verdicts into final verbs for the settler
+// (the only place that decides them), frees the batch's slot and tells the
+// scaling controller and the circuit breaker how the batch went:
+//
+//	succeeded, filtered  → Ack
+//	released (shutdown)  → Nak (visible at once)
+//	failed               → Term when it is dead-letterable (a client
+//	                       error, or retries exhausted with on_exhausted:
+//	                       dead_letter), else NakWithDelay(retry_backoff)
+//	                       when set, else retry when its lease ends
+//
+// A dry run gives no verb to what would be acked or retried: it stays
+// hidden (heartbeat) until the pipe stops and releases it. While the
+// circuit is open, a batch that failed whole is held, not settled.
+func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, targetErr error, start time.Time, probe bool) {
+	var failedGroups map[string]bool
+	if p.info.FIFO {
+		failedGroups = applyFIFO(batch, v)
 	}
-	var toDelete, toFail, toRelease, toDead []*item
-	var deadV []verdict
-	failed := 0
+	items := make([]settle, 0, len(batch))
+	acked, failed, outage, onWayToDLQ := 0, 0, 0, 0
 	throttled := IsThrottled(targetErr)
-	for i, it := range items {
+	for i, d := range batch {
 		switch v[i].outcome {
 		case Succeeded:
 			p.met.delivered.Inc()
-			toDelete = append(toDelete, it)
+			items = append(items, settle{d: d, v: verbAck})
+			acked++
 		case Filtered:
 			p.met.filtered.Inc()
-			toDelete = append(toDelete, it)
+			items = append(items, settle{d: d, v: verbAck})
+			acked++
 		case Released:
-			toRelease = append(toRelease, it)
+			items = append(items, settle{d: d, v: verbNak})
 		default:
 			failed++
-			throttled = throttled || IsThrottled(v[i].err)
-			p.countFailure(v[i].stage)
-			p.exec.itemFailed(ctx, it.msg, v[i].stage, v[i].err)
-			if p.deadLetterable(v[i].err) {
-				toDead = append(toDead, it)
-				deadV = append(deadV, v[i])
-				continue
+			err := v[i].err
+			throttled = throttled || IsThrottled(err)
+			if outageOf(targetErr, v[i].stage, err) {
+				outage++
 			}
-			toFail = append(toFail, it)
+			p.countFailure(v[i].stage)
+			p.exec.itemFailed(ctx, d.Message, v[i].stage, err)
+			switch {
+			case p.deadLetterable(err):
+				items = append(items, settle{d: d, v: verbTerm, reason: atStage(v[i].stage, err)})
+			case p.opt.RetryBackoff != nil:
+				items = append(items, settle{d: d, v: verbNak, delay: p.opt.RetryBackoff.Delay(d.NumDelivered())})
+			default:
+				items = append(items, settle{d: d, v: verbRetry})
+			}
+			if !p.deadLetterable(err) && p.info.MaxReceiveCount > 0 && d.NumDelivered() >= p.info.MaxReceiveCount {
+				onWayToDLQ++ // its last allowed receive failed: the redrive policy moves it
+			}
 		}
 	}
+	// A batch failed whole when every message failed at the target call
+	// with a retryable error: an outage, not items the target named.
+	whole := outage == len(batch) && len(batch) > 0 && ctx.Err() == nil
 	switch {
 	case targetErr != nil:
 		p.met.execFailed.Inc()
-		p.exec.batchFailed(ctx, len(items), targetErr)
+		p.exec.batchFailed(ctx, len(batch), targetErr)
 	case failed > 0:
 		p.met.execPartial.Inc()
 	}
-	p.exec.batchDone(ctx, len(items), len(toDelete), failed, time.Since(start))
-	if p.opt.DryRun {
-		// Nothing is deleted: what would be is kept hidden (heartbeat) and
-		// released when the pipe stops.
-		toDelete = nil
-	}
-	del.add(toDelete)
-	settleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if len(toFail) > 0 && !p.opt.DryRun { // a dry run keeps them hidden too
-		if b := p.opt.RetryBackoff; b != nil {
-			p.delayFailed(settleCtx, toFail, *b)
-		} else {
-			p.untrack(toFail)
-		}
-	}
-	if len(toDead) > 0 {
-		p.deadLetter(settleCtx, toDead, deadV, del)
-	}
-	if len(toRelease) > 0 {
-		p.changeVisibility(settleCtx, toRelease, 0)
-		p.met.released.Add(float64(len(toRelease)))
-		p.untrack(toRelease)
-	}
+	p.exec.batchDone(ctx, len(batch), acked, failed, time.Since(start))
 
 	p.mu.Lock()
 	p.inflight--
-	if fifo {
+	hold := p.tripLocked(batch, whole, probe, firstErr(targetErr, v))
+	if hold {
+		items = nil
+	} else if p.opt.DryRun {
+		kept := items[:0]
 		for _, it := range items {
-			delete(p.busy, it.msg.GroupID())
-		}
-		// Messages of a failed group received meanwhile must not overtake
-		// the failed one: give them back too.
-		var held []*item
-		for i, it := range items {
-			if v[i].outcome == FailedRetry || v[i].outcome == Released {
-				if q := p.groups[it.msg.GroupID()]; q != nil && len(q.items) > 0 {
-					held = append(held, q.items...)
-					p.pending -= len(q.items)
-					q.items = nil
-				}
+			if it.v == verbNak && it.delay == 0 {
+				kept = append(kept, it) // released: shutdown
+				continue
 			}
+			p.dryHeld++
 		}
-		if len(held) > 0 {
-			p.mu.Unlock()
-			p.changeVisibility(settleCtx, held, 0)
-			p.met.released.Add(float64(len(held)))
-			p.untrack(held)
-			p.mu.Lock()
+		items = kept
+	}
+	var giveBack []*Delivery
+	if !hold { // a held batch keeps its FIFO groups busy
+		giveBack = p.batches.done(batch, failedGroups)
+	}
+	p.ctl.batchDone(whole, throttled)
+	p.mu.Unlock()
+	if !hold {
+		p.met.deadLettered.Add(float64(onWayToDLQ))
+	}
+	for _, d := range giveBack {
+		items = append(items, settle{d: d, v: verbNak})
+	}
+	p.set.finalMany(items)
+	p.signal()
+}
+
+// outageOf reports whether an item failure tells of a target that cannot
+// be reached or works no more (connection refused, timeouts, 5xx, 429): a
+// retryable failure of the whole target call, also when the retry wrapper
+// hands it back per item once its attempts ran out. Items the target named
+// in its answer are not an outage, nor are client errors.
+func outageOf(targetErr error, stage string, err error) bool {
+	if stage != "target" || IsPermanent(err) || errors.Is(err, ErrReportedFailed) {
+		return false
+	}
+	exhausted, _ := IsExhausted(err)
+	return targetErr != nil || exhausted
+}
+
+// firstErr is the batch's error, or its first item's.
+func firstErr(err error, v []verdict) error {
+	if err != nil {
+		return err
+	}
+	for _, x := range v {
+		if x.err != nil {
+			return x.err
 		}
 	}
-	p.ctl.batchDone(targetErr != nil || failed == len(items) && failed > 0, throttled)
-	p.mu.Unlock()
-	p.signal()
+	return nil
+}
+
+// tripLocked feeds the circuit breaker a batch's outcome and reports
+// whether the batch is to be held instead of settled.
+func (p *Pipe) tripLocked(batch []*Delivery, whole, probe bool, err error) bool {
+	c := &p.circuit
+	if probe {
+		c.probing = false
+	}
+	if !whole {
+		if c.open {
+			c.open, c.streak, c.err = false, 0, nil
+			p.met.circuitOpen.Set(0)
+			p.log.Info("target works again: circuit closed, polling resumes", "held_batches", len(c.held))
+		}
+		c.streak = 0
+		return false
+	}
+	c.streak++
+	if p.stopping {
+		return false
+	}
+	if !c.open && c.streak >= breakerTrips {
+		c.open, c.every, c.err = true, breakerProbeMin, err
+		c.probeAt = time.Now().Add(c.every)
+		p.met.circuitOpen.Set(1)
+		p.log.Error("target keeps failing: circuit open, polling paused; failed batches are held and probed",
+			"batches_failed_in_a_row", c.streak, "error", err, "next_probe", c.every.String())
+	} else if c.open && probe {
+		c.every = min(c.every*2, breakerProbeMax)
+		c.probeAt = time.Now().Add(c.every)
+		c.err = err
+		p.log.Warn("probe batch failed, circuit stays open", "error", err, "next_probe", c.every.String())
+	}
+	if !c.open {
+		return false
+	}
+	c.held = append(c.held, batch)
+	return true
 }
 
 func (p *Pipe) countFailure(stage string) {
@@ -325,129 +398,6 @@ func (p *Pipe) countFailure(stage string) {
 	default:
 		p.met.failedOther.Inc()
 	}
-}
-
-// delayFailed gives failed items their retry backoff as visibility.
-func (p *Pipe) delayFailed(ctx context.Context, items []*item, b Backoff) {
-	byDelay := map[time.Duration][]*item{}
-	for _, it := range items {
-		d := b.Delay(it.msg.ReceiveCount())
-		byDelay[d] = append(byDelay[d], it)
-	}
-	for d, group := range byDelay {
-		p.changeVisibility(ctx, group, d)
-	}
-	p.untrack(items)
-}
-
-func (p *Pipe) changeVisibility(ctx context.Context, items []*item, d time.Duration) {
-	msgs := make([]*Message, len(items))
-	for i, it := range items {
-		msgs[i] = it.msg
-	}
-	if err := p.opt.Source.ChangeVisibility(ctx, msgs, d); err != nil {
-		p.log.Error("changing visibility failed; the messages come back after their current visibility timeout",
-			"error", err, "visibility", d.String())
-	}
-}
-
-// deleter gathers the messages to delete across batches and deletes them
-// in calls of up to 10, waiting at most deleteLinger for a call to fill.
-type deleter struct {
-	p    *Pipe
-	in   chan []*item
-	once sync.Once
-	done chan struct{}
-}
-
-func newDeleter(p *Pipe) *deleter {
-	return &deleter{p: p, in: make(chan []*item, 1024), done: make(chan struct{})}
-}
-
-func (d *deleter) add(items []*item) {
-	if len(items) > 0 {
-		d.in <- items
-	}
-}
-
-// close stops taking work; run returns once everything given is deleted.
-func (d *deleter) close() {
-	d.once.Do(func() { close(d.in) })
-	<-d.done
-}
-
-func (d *deleter) run(ctx context.Context) {
-	defer close(d.done)
-	// Deletes must go through even when the pipe's work is cut short.
-	ctx = context.WithoutCancel(ctx)
-	var flushes conc.WaitGroup
-	defer flushes.Wait()
-	sem := make(chan struct{}, 64)
-	flush := func(batch []*item) {
-		sem <- struct{}{}
-		flushes.Go(func() {
-			defer func() { <-sem }()
-			d.delete(ctx, batch)
-		})
-	}
-	var buf []*item
-	var linger <-chan time.Time
-	for {
-		select {
-		case items, ok := <-d.in:
-			if !ok {
-				if len(buf) > 0 {
-					flush(buf)
-				}
-				return
-			}
-			buf = append(buf, items...)
-			for len(buf) >= MaxReceive {
-				flush(buf[:MaxReceive:MaxReceive])
-				buf = buf[MaxReceive:]
-			}
-			if len(buf) > 0 && linger == nil {
-				linger = time.After(deleteLinger)
-			} else if len(buf) == 0 {
-				linger = nil
-			}
-		case <-linger:
-			linger = nil
-			if len(buf) > 0 {
-				flush(buf)
-				buf = nil
-			}
-		}
-	}
-}
-
-func (d *deleter) delete(ctx context.Context, items []*item) {
-	p := d.p
-	msgs := make([]*Message, len(items))
-	for i, it := range items {
-		msgs[i] = it.msg
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	err := p.opt.Source.Delete(ctx, msgs)
-	failed, all := settleFailures(err)
-	n := len(items)
-	if all {
-		n = 0
-	} else {
-		n -= len(failed)
-	}
-	p.met.deleted.Add(float64(n))
-	if err != nil {
-		bad := len(items) - n
-		p.met.deleteFailures.Add(float64(bad))
-		var se *SettleError
-		if errors.As(err, &se) && se.SenderFault {
-			p.met.possibleDupes.Add(float64(bad))
-		}
-		p.log.Error("deleting messages failed; they will be delivered again", "error", err, "messages", bad)
-	}
-	p.untrack(items)
 }
 
 // execLog writes the execution logs at Pipes' levels: off, error (failures

@@ -4,18 +4,26 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/pipesproject/pipes/internal/jsonvalue"
 )
 
-// Source is a queue a pipe polls and settles. The pipe is the only caller of
-// the settling methods: a source never deletes or releases on its own.
+// Source is a queue a pipe polls and settles, in the broker-neutral verbs
+// of a delivery (see Delivery): Ack and Nak here, InProgress and Term as
+// the optional abilities Extender and Terminator. The pipe's settler is the
+// only caller of the settling methods: a source never acks or gives back
+// on its own.
+//
+// The settling methods take many messages per call (the settler gathers
+// them, at most MaxReceive per call for acks). A message whose entry
+// failed is reported by a *SettleError keyed by its receipt handle; the
+// others were settled. Any other error means nothing is known to have been
+// settled.
 //
 // Implementations must be safe for concurrent use: the pipe calls Receive
-// from several pollers and settles from several batches at once.
+// from several pollers and settles from several workers at once.
 type Source interface {
 	// Receive long-polls for up to max messages (1..10). It blocks until
 	// messages arrive, the source's wait time passes (then it returns no
@@ -23,16 +31,40 @@ type Source interface {
 	// and no messages: a cancelled receive must not swallow messages). An
 	// error means nothing was received.
 	Receive(ctx context.Context, max int) ([]*Message, error)
-	// Delete removes the messages for good (Ack). Any number of messages may
-	// be given; the source splits them into calls. Entries that fail are
-	// retried inside Delete; those that still fail are reported by a
-	// *SettleError, and the others are deleted.
-	Delete(ctx context.Context, msgs []*Message) error
-	// ChangeVisibility makes the messages invisible for d from now: 0
-	// releases them at once (Nak), more delays their next delivery or
-	// extends a receive that is still being worked on (heartbeat). Failures
-	// are reported like Delete's.
-	ChangeVisibility(ctx context.Context, msgs []*Message, d time.Duration) error
+	// Ack settles the messages as done: they are removed for good (SQS:
+	// DeleteMessageBatch; RabbitMQ: basic.ack). Entries that fail are
+	// retried inside Ack; those that still fail are reported by a
+	// *SettleError.
+	Ack(ctx context.Context, msgs []*Message) error
+	// Nak gives the messages back to be delivered again after delay: 0 at
+	// once (SQS: visibility 0; RabbitMQ: reject with requeue), more later
+	// (SQS: visibility delay; RabbitMQ: held or re-published after delay).
+	// Failures are reported like Ack's; a message whose Nak failed comes
+	// back when its current lease ends.
+	Nak(ctx context.Context, msgs []*Message, delay time.Duration) error
+}
+
+// Extender is a Source whose deliveries are leases that end on their own
+// (SQS's visibility timeout): InProgress extends them. The settler's
+// heartbeat calls Extend for messages still being worked on, never after
+// their final verb. Failures are reported like Ack's.
+type Extender interface {
+	Extend(ctx context.Context, msgs []*Message, d time.Duration) error
+}
+
+// Terminator is a Source with dead-lettering of its own (RabbitMQ: nack
+// without requeue to the queue's dead-letter exchange). The settler uses
+// it for Term when the pipe has no dead_letter target. Failures are
+// reported like Ack's.
+type Terminator interface {
+	Term(ctx context.Context, msgs []*Message) error
+}
+
+// AttemptCounter is a Source that knows better than ApproximateReceiveCount
+// how often a message was delivered (RabbitMQ's x-delivery-count or
+// x-death). Without it the attempt count is Message.ReceiveCount.
+type AttemptCounter interface {
+	Attempts(m *Message) int
 }
 
 // Opener is a Source that must be opened before its first Receive, e.g. to
@@ -61,12 +93,13 @@ type SourceInfo struct {
 	DeadLetterARN string
 }
 
-// SettleError reports the messages a source could not delete or change,
-// keyed by message id. The messages not named were settled.
+// SettleError reports the messages a source could not settle, keyed by
+// receipt handle (two receipts of one message are two entries). The
+// messages not named were settled.
 type SettleError struct {
 	// Op is what was being done: "delete" or "change visibility".
 	Op string
-	// Failed maps message ids to why they failed.
+	// Failed maps receipt handles to why they failed.
 	Failed map[string]error
 	// SenderFault is true when at least one failure was the caller's fault
 	// (e.g. a stale receipt handle) and retrying would not help.
@@ -84,7 +117,7 @@ func (e *SettleError) Error() string {
 	if len(ids) > 0 {
 		first = e.Failed[ids[0]]
 	}
-	return fmt.Sprintf("%s failed for %d message(s) (%s…): %v", e.Op, len(ids), strings.Join(ids[:min(3, len(ids))], ", "), first)
+	return fmt.Sprintf("%s failed for %d message(s): %v", e.Op, len(ids), first)
 }
 
 // Event is one item on its way through a pipe: the message it came from and

@@ -110,16 +110,18 @@ func TestBackoffDelay(t *testing.T) {
 }
 
 func TestApplyFIFOFailsTheRestOfAGroupAfterItsFirstFailure(t *testing.T) {
-	mk := func(id, group string) *item {
-		return &item{msg: &Message{MessageID: id, Attributes: map[string]string{AttrMessageGroupID: group}}}
+	mk := func(id, group string) *Delivery {
+		return &Delivery{Message: &Message{MessageID: id, Attributes: map[string]string{AttrMessageGroupID: group}}}
 	}
-	items := []*item{mk("a1", "a"), mk("b1", "b"), mk("a2", "a"), mk("b2", "b"), mk("a3", "a")}
+	items := []*Delivery{mk("a1", "a"), mk("b1", "b"), mk("a2", "a"), mk("b2", "b"), mk("a3", "a")}
 	v := []verdict{{outcome: Succeeded}, {outcome: Succeeded}, {outcome: FailedRetry}, {outcome: Succeeded}, {outcome: Filtered}}
-	applyFIFO(items, v)
+	if g := applyFIFO(items, v); len(g) != 1 || !g["a"] {
+		t.Errorf("failed groups %v, want only a", g)
+	}
 	want := []Outcome{Succeeded, Succeeded, FailedRetry, Succeeded, FailedRetry}
 	for i := range want {
 		if v[i].outcome != want[i] {
-			t.Errorf("%s: outcome %v, want %v", items[i].msg.MessageID, v[i].outcome, want[i])
+			t.Errorf("%s: outcome %v, want %v", items[i].Message.MessageID, v[i].outcome, want[i])
 		}
 	}
 }

@@ -1,7 +1,7 @@
 package pipe
 
 import (
-	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -35,7 +35,10 @@ type coder interface{ ErrorCode() string }
 // not fix, or, with on_exhausted: dead_letter, an item whose in-runner
 // retries ran out.
 func (p *Pipe) deadLetterable(err error) bool {
-	if p.opt.DeadLetter == nil || err == nil {
+	if err == nil {
+		return false
+	}
+	if _, native := p.opt.Source.(Terminator); p.opt.DeadLetter == nil && !native {
 		return false
 	}
 	if IsPermanent(err) {
@@ -78,81 +81,105 @@ func stringAttr(v string) MessageAttribute {
 	return MessageAttribute{DataType: "String", StringValue: &v}
 }
 
-// deadLetter sends items to the dead-letter target with their failure
-// context; each is deleted from the source once the send succeeded and
-// released (visibility 0) when it did not: never dropped.
-func (p *Pipe) deadLetter(ctx context.Context, items []*item, v []verdict, del *deleter) {
-	now := time.Now().UTC().Format(time.RFC3339Nano)
-	events := make([]*Event, len(items))
-	for i, it := range items {
-		m := it.msg
-		attempts := 1
-		if ok, n := IsExhausted(v[i].err); ok {
-			attempts = n
+// DLQContext is the one attribute that carries the failure context, as a
+// JSON object of the attributes above, when the original message
+// attributes leave no room for them under SQS's limit of ten.
+const DLQContext = "pipes-context"
+
+// maxMessageAttributes is SQS's limit of message attributes per message.
+const maxMessageAttributes = 10
+
+// deadLetterEvent is what the dead-letter target gets for d: the original
+// body (the envelope when the pipe unwrapped one) and the original message
+// attributes, with the failure context beside them: as separate attributes
+// when they fit under SQS's ten, else folded into DLQContext. Nothing of
+// the original is dropped.
+func deadLetterEvent(d *Delivery, pipeName, sourceARN string, at time.Time) *Event {
+	m := d.Message
+	now := at.UTC().Format(time.RFC3339Nano)
+	attempts := 1
+	if ok, n := IsExhausted(d.reason); ok {
+		attempts = n
+	}
+	first := now
+	if ms, err := strconv.ParseInt(m.Attributes["ApproximateFirstReceiveTimestamp"], 10, 64); err == nil {
+		first = time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+	}
+	stage := stageOf(d.reason)
+	reason := d.reason
+	if reason == nil {
+		reason = errors.New("given up")
+	}
+	ctx := [][2]string{
+		{DLQErrorCode, errorCode(reason)},
+		{DLQErrorMessage, truncateUTF8(reason.Error(), maxErrorMessage)},
+		{DLQStage, stage},
+		{DLQPipe, pipeName},
+		{DLQAttempts, strconv.Itoa(attempts * d.NumDelivered())},
+		{DLQFirstFailure, first},
+		{DLQLastFailure, now},
+		{DLQSourceARN, sourceARN},
+		{DLQOriginalMessageID, m.MessageID},
+	}
+	attrs := make(map[string]MessageAttribute, maxMessageAttributes)
+	for k, a := range m.MessageAttributes {
+		if !m.lifted(k) {
+			attrs[k] = a
 		}
-		first := now
-		if ms, err := strconv.ParseInt(m.Attributes["ApproximateFirstReceiveTimestamp"], 10, 64); err == nil {
-			first = time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
-		}
-		stage := v[i].stage
-		if stage == "" {
-			stage = "target"
-		}
-		attrs := map[string]MessageAttribute{
-			DLQErrorCode:         stringAttr(errorCode(v[i].err)),
-			DLQErrorMessage:      stringAttr(truncateUTF8(v[i].err.Error(), maxErrorMessage)),
-			DLQStage:             stringAttr(stage),
-			DLQPipe:              stringAttr(p.opt.Name),
-			DLQAttempts:          {DataType: "Number", StringValue: ptr(strconv.Itoa(attempts * max(1, m.ReceiveCount())))},
-			DLQFirstFailure:      stringAttr(first),
-			DLQLastFailure:       stringAttr(now),
-			DLQSourceARN:         stringAttr(p.info.ARN),
-			DLQOriginalMessageID: stringAttr(m.MessageID),
-		}
-		// The original attributes go along while SQS's limit of 10 allows.
-		if len(attrs)+len(m.MessageAttributes) <= 10 {
-			for k, a := range m.MessageAttributes {
-				if _, taken := attrs[k]; !taken {
-					attrs[k] = a
-				}
+	}
+	if len(attrs)+len(ctx) <= maxMessageAttributes {
+		for _, kv := range ctx {
+			if _, taken := attrs[kv[0]]; taken {
+				continue // the original keeps its name
 			}
+			if kv[0] == DLQAttempts {
+				attrs[kv[0]] = MessageAttribute{DataType: "Number", StringValue: ptr(kv[1])}
+				continue
+			}
+			attrs[kv[0]] = stringAttr(kv[1])
 		}
-		events[i] = &Event{Message: m, Payload: []byte(m.Body), Attributes: attrs}
-	}
-	res, err := p.opt.DeadLetter.Deliver(ctx, events)
-	failed := map[string]error{}
-	if err != nil {
-		for _, ev := range events {
-			failed[ev.ID()] = err
+	} else {
+		folded := make(map[string]string, len(ctx))
+		for _, kv := range ctx {
+			folded[kv[0]] = kv[1]
 		}
+		b, _ := json.Marshal(folded) // a map of strings always encodes
+		attrs[DLQContext] = stringAttr(string(b))
 	}
-	for _, f := range res.Failures {
-		failed[f.ID] = f.Err
+	body := m.Body
+	if len(m.Envelope) > 0 {
+		body = string(m.Envelope)
 	}
-	var sent, back []*item
-	for _, it := range items {
-		if _, bad := failed[it.msg.MessageID]; bad {
-			back = append(back, it)
-		} else {
-			sent = append(sent, it)
-		}
+	return &Event{Message: m, Payload: []byte(body), Attributes: attrs}
+}
+
+// stageError records the stage a failure came from, for the dead-letter
+// context.
+type stageError struct {
+	stage string
+	err   error
+}
+
+func (e *stageError) Error() string { return e.err.Error() }
+func (e *stageError) Unwrap() error { return e.err }
+
+// atStage marks err as a failure of stage ("" is the target).
+func atStage(stage string, err error) error {
+	if err == nil {
+		return nil
 	}
-	p.met.deadLettered.Add(float64(len(sent)))
-	del.add(sent)
-	if len(back) > 0 {
-		p.log.Error("sending to the dead-letter target failed; the messages are released to the queue instead",
-			"messages", len(back), "error", firstErr(failed))
-		p.changeVisibility(ctx, back, 0)
-		p.met.released.Add(float64(len(back)))
-		p.untrack(back)
+	if stage == "" {
+		stage = "target"
 	}
+	return &stageError{stage: stage, err: err}
+}
+
+func stageOf(err error) string {
+	var se *stageError
+	if errors.As(err, &se) {
+		return se.stage
+	}
+	return "target"
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func firstErr(m map[string]error) error {
-	for _, err := range m {
-		return err
-	}
-	return nil
-}

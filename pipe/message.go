@@ -50,6 +50,20 @@ type Message struct {
 	once    sync.Once
 	encoded []byte
 	err     error
+	// liftedAttrs names the message attributes unwrap lifted out of an
+	// SNS envelope: they are not the message's own.
+	liftedAttrs []string
+}
+
+// lifted reports whether the message attribute name came out of an
+// unwrapped envelope.
+func (m *Message) lifted(name string) bool {
+	for _, n := range m.liftedAttrs {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // MessageAttribute is one message attribute in the shape Lambda and Pipes

@@ -27,6 +27,8 @@ type Metrics struct {
 	PossibleDupes    *prometheus.CounterVec
 	ExecutionFailed  *prometheus.CounterVec
 	ExecutionPartial *prometheus.CounterVec
+	DoubleSettles    *prometheus.CounterVec
+	CircuitOpen      *prometheus.GaugeVec
 }
 
 // NewMetrics creates the series and registers them with reg (a
@@ -47,7 +49,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Deleted:          counter("messages_deleted_total", "Messages deleted from the source."),
 		DeleteFailures:   counter("delete_failures_total", "Messages whose delete failed after retries (they will be delivered again)."),
 		Released:         counter("messages_released_total", "Messages given back to the queue with a visibility change (shutdown, retry backoff)."),
-		DeadLettered:     counter("messages_dead_lettered_total", "Messages sent to the pipe's dead-letter target (then deleted from the source)."),
+		DeadLettered:     counter("messages_dead_lettered_total", "Messages sent to the pipe's dead-letter target (then deleted from the source), dead-lettered by the broker, or whose last receive allowed by the queue's redrive policy failed (on their way to its DLQ)."),
 		TargetRetries:    counter("target_retries_total", "Events delivered again by the target's retry policy, inside the runner."),
 		EmptyReceives:    counter("empty_receives_total", "Receives that returned no message."),
 		Extended:         counter("visibility_extended_total", "Messages whose visibility was extended by the heartbeat."),
@@ -59,6 +61,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		PossibleDupes:    counter("possible_duplicates_total", "Messages settled after their receipt handle went stale: they may have been delivered twice."),
 		ExecutionFailed:  counter("execution_failed_total", "Batches that failed whole (Pipes' ExecutionFailed)."),
 		ExecutionPartial: counter("execution_partially_failed_total", "Batches that failed in part (Pipes' ExecutionPartiallyFailed)."),
+		DoubleSettles:    counter("double_settles_total", "Settling verbs refused because the delivery was settled already (a batch that outlived the shutdown timeout)."),
+		CircuitOpen:      gauge("circuit_open", "1 while the pipe holds polling because the target keeps failing (circuit breaker open), else 0."),
 		TargetDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "pipes", Name: "target_duration_seconds", Help: "Time the target took per batch (Pipes' TargetStageDuration).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
@@ -71,7 +75,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Received, m.Filtered, m.Delivered, m.Failed, m.Deleted, m.DeleteFailures,
 			m.Released, m.DeadLettered, m.TargetRetries, m.EmptyReceives, m.Extended, m.Batches, m.Concurrency, m.InFlight, m.InFlightBytes,
-			m.APICalls, m.TargetDuration, m.MessageAge, m.PossibleDupes, m.ExecutionFailed, m.ExecutionPartial)
+			m.APICalls, m.TargetDuration, m.MessageAge, m.PossibleDupes, m.ExecutionFailed, m.ExecutionPartial,
+			m.DoubleSettles, m.CircuitOpen)
 	}
 	return m
 }
@@ -81,10 +86,10 @@ type pipeMetrics struct {
 	received, filtered, delivered, deleted, deleteFailures, released prometheus.Counter
 	deadLettered                                                     prometheus.Counter
 	emptyReceives, extended, batches, possibleDupes                  prometheus.Counter
-	execFailed, execPartial                                          prometheus.Counter
+	execFailed, execPartial, doubleSettles                           prometheus.Counter
 	failedFilter, failedTarget, failedTransform, failedOther         prometheus.Counter
 	failedEnrichment                                                 prometheus.Counter
-	concurrency, inflight, inflightBytes                             prometheus.Gauge
+	concurrency, inflight, inflightBytes, circuitOpen                prometheus.Gauge
 	targetDuration, messageAge                                       prometheus.Observer
 	m                                                                *Metrics
 	name                                                             string
@@ -100,6 +105,7 @@ func (m *Metrics) forPipe(name string) *pipeMetrics {
 		emptyReceives: m.EmptyReceives.WithLabelValues(name), extended: m.Extended.WithLabelValues(name),
 		batches: m.Batches.WithLabelValues(name), possibleDupes: m.PossibleDupes.WithLabelValues(name),
 		execFailed: m.ExecutionFailed.WithLabelValues(name), execPartial: m.ExecutionPartial.WithLabelValues(name),
+		doubleSettles: m.DoubleSettles.WithLabelValues(name), circuitOpen: m.CircuitOpen.WithLabelValues(name),
 		failedFilter: m.Failed.WithLabelValues(name, "filter"), failedTarget: m.Failed.WithLabelValues(name, "target"),
 		failedTransform: m.Failed.WithLabelValues(name, "transform"), failedEnrichment: m.Failed.WithLabelValues(name, "enrichment"), failedOther: m.Failed.WithLabelValues(name, "runtime"),
 		concurrency: m.Concurrency.WithLabelValues(name), inflight: m.InFlight.WithLabelValues(name),

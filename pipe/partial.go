@@ -11,6 +11,12 @@ import (
 // the answer broke the partial batch contract and the whole batch failed.
 var ErrMalformedAnswer = errors.New("malformed partial batch answer")
 
+// ErrReportedFailed is the reason of an item a target or enrichment named
+// as failed (batchItemFailures, or an ItemFailure without an error). Such
+// failures are the target's answer, not an outage: they never shrink
+// concurrency nor open the circuit breaker.
+var ErrReportedFailed = errors.New("reported in batchItemFailures")
+
 // ParseBatchResponse reads a target's or enrichment's answer by the partial
 // batch rules of Lambda and Pipes (SPEC.md §3.2). An empty body, JSON null, an
 // object without batchItemFailures, a null or empty list mean full success.
@@ -63,7 +69,7 @@ func ParseBatchResponse(body []byte, inBatch func(id string) bool) (Result, erro
 			continue
 		}
 		seen[*id] = true
-		r.Failures = append(r.Failures, ItemFailure{ID: *id, Err: errors.New("reported in batchItemFailures")})
+		r.Failures = append(r.Failures, ItemFailure{ID: *id, Err: ErrReportedFailed})
 	}
 	return r, nil
 }

@@ -23,8 +23,27 @@ const (
 	// MaxVisibility is SQS's 12-hour ceiling on a message's invisibility,
 	// counted from its receive.
 	MaxVisibility = 12 * time.Hour
-	// deleteLinger is how long a partial delete batch waits for company.
-	deleteLinger = 20 * time.Millisecond
+	// defaultVisibility stands in for a source that reports none.
+	defaultVisibility = 30 * time.Second
+	// stopGrace is how long batches get to return once their target calls
+	// are cancelled at the shutdown deadline; releases and deletes then get
+	// settleMargin more. Everything after a stop fits in ShutdownTimeout +
+	// stopGrace + settleMargin.
+	stopGrace    = time.Second
+	settleMargin = 4 * time.Second
+	// drainOpenTimeout is how long --drain keeps trying to open a source
+	// that fails before it gives up with the reason.
+	drainOpenTimeout = 30 * time.Second
+	// dryRunHold caps the messages a dry run keeps hidden: polling pauses
+	// there, so watching a live queue never grows memory without bound.
+	dryRunHold = 10000
+	// Circuit breaker: after breakerTrips batches in a row fail whole with
+	// retryable errors (connection refused, timeouts, 5xx, 429), polling
+	// stops and failed batches are held, invisible, and retried as one
+	// probe batch at growing intervals; no receive count is spent.
+	breakerTrips    = 3
+	breakerProbeMin = time.Second
+	breakerProbeMax = time.Minute
 )
 
 // Backoff gives a failed item a visibility timeout by receive count:
@@ -39,13 +58,13 @@ type Backoff struct {
 
 // Delay is the visibility to give an item received receiveCount times.
 func (b Backoff) Delay(receiveCount int) time.Duration {
-	d := float64(b.Base)
-	for i := 1; i < receiveCount && d < float64(b.Max); i++ {
-		d *= max(b.Factor, 1)
-	}
 	limit := b.Max
 	if limit <= 0 || limit > MaxVisibility-time.Minute {
-		limit = MaxVisibility - time.Minute
+		limit = MaxVisibility - time.Minute // Max 0: only SQS's cap
+	}
+	d := float64(b.Base)
+	for i := 1; i < receiveCount && d < float64(limit); i++ {
+		d *= max(b.Factor, 1)
 	}
 	d = min(d, float64(limit))
 	if b.Jitter && d > 0 {
@@ -132,7 +151,8 @@ type Options struct {
 }
 
 // Pipe moves messages from a source to a target. Create it with New and
-// start it with Run.
+// start it with Run. The pipe keeps the scheduling state only: batches are
+// formed by its batcher and every message is settled by its settler.
 type Pipe struct {
 	opt  Options
 	log  *slog.Logger
@@ -143,42 +163,38 @@ type Pipe struct {
 	mu          sync.Mutex
 	info        SourceInfo
 	visibility  time.Duration
+	set         *settler
+	batches     batcher
 	ctl         *controller
 	conc        int
 	inflight    int // batches at the target
-	pending     int // messages received and not yet in a running batch
 	reserved    int // messages asked for by receives under way
 	receiving   int // receives under way
 	pollers     int // receives that may be under way: grows on full receives, shrinks on empty ones
-	open        []*item
-	openBytes   int
-	openTimer   *time.Timer
-	openSeq     uint64
-	ready       [][]*item
-	groups      map[string]*groupQueue // FIFO: pending messages by group
-	groupOrder  []string
-	busy        map[string]bool // FIFO: groups with a batch in flight
-	tracked     map[*item]struct{}
 	errUntil    time.Time
 	lastErr     error
+	errCount    int
 	tokens      float64 // rate limit bucket
 	tokensAt    time.Time
 	avgSize     float64 // running mean of message sizes, for budget reservations
 	sizeSamples int
-	errCount    int
+	dryHeld     int // dry run: messages kept hidden until the stop
+	started     bool
 	stopping    bool
-	ready2      bool
 	drained     bool
+	circuit     breaker
 }
 
-type item struct {
-	msg          *Message
-	size         int
-	receivedAt   time.Time
-	visibleUntil time.Time
+// breaker is the pipe's circuit breaker on target outages.
+type breaker struct {
+	streak  int // batches in a row that failed whole with retryable errors
+	open    bool
+	probing bool // a probe batch is at the target
+	every   time.Duration
+	probeAt time.Time
+	held    [][]*Delivery // batches held, invisible, while open
+	err     error
 }
-
-type groupQueue struct{ items []*item }
 
 // New checks the options and makes a pipe.
 func New(opt Options) (*Pipe, error) {
@@ -214,14 +230,11 @@ func New(opt Options) (*Pipe, error) {
 	}
 	log := opt.Logger.With("pipe", opt.Name)
 	return &Pipe{
-		opt:     opt,
-		log:     log,
-		exec:    newExecLog(log, opt.LogLevel, opt.IncludeExecutionData),
-		met:     opt.Metrics.forPipe(opt.Name),
-		wake:    make(chan struct{}, 1),
-		groups:  map[string]*groupQueue{},
-		busy:    map[string]bool{},
-		tracked: map[*item]struct{}{},
+		opt:  opt,
+		log:  log,
+		exec: newExecLog(log, opt.LogLevel, opt.IncludeExecutionData),
+		met:  opt.Metrics.forPipe(opt.Name),
+		wake: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -230,18 +243,24 @@ func (p *Pipe) Name() string { return p.opt.Name }
 
 // Ready reports whether the pipe has opened its source and is polling.
 // It is false too while the source keeps failing (three receives in a
-// row); LastError says why.
+// row) and while the circuit breaker holds polling for a failing target;
+// LastError says why.
 func (p *Pipe) Ready() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ready2 && !p.stopping && p.errCount < 3
+	return p.started && !p.stopping && p.errCount < 3 && !p.circuit.open
 }
 
-// LastError is the source's last error while it keeps failing, nil when it
-// works.
+// LastError is why the pipe is not ready: the source's last error while it
+// keeps failing, or the target's while the circuit is open; nil when both
+// work.
 func (p *Pipe) LastError() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.lastErr == nil && p.circuit.open {
+		return fmt.Errorf("target failing, polling paused (circuit open, next probe in %s): %w",
+			time.Until(p.circuit.probeAt).Round(time.Second), p.circuit.err)
+	}
 	return p.lastErr
 }
 
@@ -261,10 +280,13 @@ func (p *Pipe) signal() {
 
 // Run polls the source and processes batches until ctx is done (or, with
 // Drain, until the source is empty). It then stops polling at once, lets
-// in-flight batches finish within ShutdownTimeout, releases (visibility 0)
-// what did not finish, flushes deletes and returns. It returns nil on a
-// clean stop and an error only when the source cannot be opened for good.
-// Run must be called once.
+// in-flight batches finish within ShutdownTimeout, and has the settler
+// release (Nak) what did not finish and flush what is settled. Everything
+// after the stop fits in ShutdownTimeout plus a few seconds: a target that
+// ignores the cancellation of its call is left running, and its verdicts
+// are refused (the messages were released). Run returns nil on a clean
+// stop and an error only when the source cannot be opened for good. Run
+// must be called once.
 func (p *Pipe) Run(ctx context.Context) error {
 	info, err := p.openSource(ctx)
 	if err != nil {
@@ -278,11 +300,13 @@ func (p *Pipe) Run(ctx context.Context) error {
 	p.info = info
 	p.visibility = info.VisibilityTimeout
 	if p.visibility <= 0 {
-		p.visibility = 30 * time.Second
+		p.visibility = defaultVisibility
 	}
 	p.ctl = newController(p.opt.InitialConcurrency, p.opt.MaxConcurrency, p.opt.ScaleUpPerMinute, now)
 	p.conc = p.ctl.cur
-	p.ready2 = true
+	p.batches = newBatcher(info.FIFO, p.opt.BatchSize)
+	p.set = newSettler(p, min(64, max(4, p.opt.MaxConcurrency/8)))
+	p.started = true
 	p.mu.Unlock()
 	p.met.concurrency.Set(float64(p.conc))
 	p.adviseOnQueue(info)
@@ -290,72 +314,82 @@ func (p *Pipe) Run(ctx context.Context) error {
 		"batch_size", p.opt.BatchSize, "batch_window", p.opt.BatchWindow.String(), "concurrency", p.conc,
 		"max_concurrency", p.opt.MaxConcurrency)
 
-	// work outlives ctx by up to ShutdownTimeout: in-flight batches, deletes
-	// and heartbeats go on after polling stops.
+	// work outlives ctx by up to ShutdownTimeout: in-flight batches and
+	// receives go on after polling stops.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
-	poll, stopPoll := context.WithCancel(ctx)
-	defer stopPoll()
-
-	del := newDeleter(p)
-	hb, stopHeartbeat := context.WithCancel(work)
-	defer stopHeartbeat()
-	var bg conc.WaitGroup
-	bg.Go(func() { del.run(work) })
-	bg.Go(func() { p.heartbeat(hb) })
 	var batches, receives conc.WaitGroup
-	p.schedule(poll, work, &batches, &receives, del)
+	p.schedule(ctx, work, &batches, &receives)
 
 	// Polling has stopped: hand on what was received, let batches finish.
+	deadline := time.Now().Add(p.opt.ShutdownTimeout)
 	p.mu.Lock()
 	p.stopping = true
-	p.closeOpenLocked()
+	p.batches.closeOpen()
+	held := p.releaseHeldLocked()
 	p.mu.Unlock()
-	p.dispatch(work, &batches, del)
+	p.giveBack(held)
+	p.dispatch(work, &batches)
 	done := make(chan struct{})
 	go func() {
 		// Wait for batches, new ones dispatched as slots free, and for the
-		// receives under way: they are not cut short, since a long poll
-		// abandoned on the client may still take messages on the server;
-		// what they return now is released at once.
-		for {
+		// receives under way: they are not cut short before the deadline,
+		// since a long poll abandoned on the client may still take messages
+		// on the server; what they return now is released at once.
+		for work.Err() == nil {
 			p.mu.Lock()
-			left := p.inflight + p.pending + p.receiving
+			left := p.inflight + p.batches.pending() + p.receiving
 			p.mu.Unlock()
 			if left == 0 {
 				break
 			}
 			select {
 			case <-p.wake:
-				p.dispatch(work, &batches, del)
 			case <-time.After(50 * time.Millisecond):
-				p.dispatch(work, &batches, del)
 			case <-work.Done():
 			}
-			if work.Err() != nil {
-				break
-			}
+			p.dispatch(work, &batches)
 		}
-		batches.Wait()
 		receives.Wait()
+		batches.Wait()
 		close(done)
 	}()
-	timer := time.NewTimer(p.opt.ShutdownTimeout)
+	timer := time.NewTimer(time.Until(deadline))
 	select {
 	case <-done:
 		timer.Stop()
 	case <-timer.C:
 		p.log.Warn("shutdown timeout reached, releasing unfinished messages", "timeout", p.opt.ShutdownTimeout.String())
-		cancelWork() // batches see their target calls cancelled and release their items
-		<-done
+		cancelWork() // receives and target calls are cancelled; their messages are released
+		select {
+		case <-done:
+		case <-time.After(stopGrace):
+			p.log.Error("a batch did not return after its target call was cancelled; its messages are released and its verdicts will be refused")
+		}
 	}
-	stopHeartbeat()
-	del.close()
-	bg.Wait()
-	p.releaseRemaining()
+	p.mu.Lock()
+	left := p.batches.drain()
+	p.mu.Unlock()
+	p.giveBack(left)
+	released := p.set.close(time.Now().Add(settleMargin))
+	if released > 0 {
+		p.log.Info("released unfinished messages", "messages", released)
+	}
 	p.closeAll()
 	p.log.Info("pipe stopped")
 	return nil
+}
+
+// giveBack releases deliveries at once (Nak).
+func (p *Pipe) giveBack(ds []*Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	items := make([]settle, len(ds))
+	for i, d := range ds {
+		items[i] = settle{d: d, v: verbNak}
+	}
+	p.set.finalMany(items)
 }
 
 // closeAll releases what the source, enrichment and targets hold, once
@@ -378,6 +412,7 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 		return SourceInfo{ARN: "pipes:" + p.opt.Name}, nil
 	}
 	delay := 500 * time.Millisecond
+	start := time.Now()
 	for {
 		info, err := o.Open(ctx)
 		if err == nil {
@@ -386,7 +421,8 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 			p.mu.Unlock()
 			return info, nil
 		}
-		if ctx.Err() != nil || p.opt.Drain && IsPermanent(err) {
+		if ctx.Err() != nil || p.opt.Drain && (IsPermanent(err) || time.Since(start)+delay > drainOpenTimeout) {
+			// A drain is a job that ends: it says why it could not start.
 			return SourceInfo{}, fmt.Errorf("opening the source of pipe %s: %w", p.opt.Name, err)
 		}
 		// A running pipe outlives a missing queue or a denied access (the
@@ -425,17 +461,20 @@ func (p *Pipe) adviseOnQueue(info SourceInfo) {
 // schedule runs the polling loop until poll is done or, with Drain, until
 // the source is empty. Receives and batches run under work, which outlives
 // poll; the caller waits for them.
-func (p *Pipe) schedule(poll, work context.Context, batches, receives *conc.WaitGroup, del *deleter) {
+func (p *Pipe) schedule(poll, work context.Context, batches, receives *conc.WaitGroup) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		p.dispatch(work, batches, del)
+		p.dispatch(work, batches)
 		var budgetWait <-chan struct{}
-		var errWait, rateWait <-chan time.Time
+		var errWait, rateWait, probeWait <-chan time.Time
 		p.mu.Lock()
 		if p.opt.Drain && p.drained {
 			p.mu.Unlock()
 			return
+		}
+		if p.circuit.open && !p.circuit.probing {
+			probeWait = time.After(time.Until(p.circuit.probeAt))
 		}
 		for {
 			want := p.pollersLocked()
@@ -483,6 +522,7 @@ func (p *Pipe) schedule(poll, work context.Context, batches, receives *conc.Wait
 		case <-budgetWait:
 		case <-errWait:
 		case <-rateWait:
+		case <-probeWait:
 		case now := <-tick.C:
 			p.mu.Lock()
 			c, reason := p.ctl.tick(now)
@@ -523,21 +563,32 @@ func (p *Pipe) pollersLocked() int {
 }
 
 // roomLocked is how many more messages may be received now: those that can
-// start in a free batch slot. Nothing is received that would wait for a slot.
+// start in a free batch slot. Nothing is received that would wait for a
+// slot, nor while the circuit is open, nor past a dry run's hold.
 func (p *Pipe) roomLocked() int {
-	if p.stopping {
+	if p.stopping || p.circuit.open {
 		return 0
 	}
-	return (p.conc-p.inflight)*p.opt.BatchSize - p.pending - p.reserved
+	room := (p.conc-p.inflight)*p.opt.BatchSize - p.batches.pending() - p.reserved
+	if p.opt.DryRun {
+		room = min(room, dryRunHold-p.dryHeld-p.reserved)
+	}
+	return room
 }
 
 func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 	// The visibility timeout runs from the request, not from the answer.
 	now := time.Now()
 	msgs, err := p.opt.Source.Receive(ctx, n)
-	for _, m := range msgs {
+	got := 0
+	ds := make([]*Delivery, len(msgs))
+	for i, m := range msgs {
 		unwrap(m, p.opt.Unwrap) // before the lock: it decodes JSON
+		ds[i] = p.set.track(m, now)
+		got += ds[i].size
 	}
+	p.met.inflight.Add(float64(len(msgs)))
+	p.met.inflightBytes.Add(float64(got))
 	p.mu.Lock()
 	defer p.signal()
 	defer p.mu.Unlock()
@@ -545,10 +596,6 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 	p.reserved -= n
 	if p.opt.RateLimit > 0 {
 		p.tokens += float64(n - len(msgs)) // what was not received is not spent
-	}
-	got := 0
-	for _, m := range msgs {
-		got += m.Size()
 	}
 	p.opt.Budget.Settle(reservedBytes, int64(got))
 	if err != nil {
@@ -567,15 +614,10 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 	}
 	p.errCount = 0
 	p.lastErr = nil
-	if p.stopping && len(msgs) > 0 {
+	if p.stopping && len(ds) > 0 {
 		// Received after the pipe was told to stop: give them back.
 		p.mu.Unlock()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if err := p.opt.Source.ChangeVisibility(rctx, msgs, 0); err != nil {
-			p.log.Error("releasing messages received while stopping failed; they come back after their visibility timeout", "error", err)
-		}
-		cancel()
-		p.met.released.Add(float64(len(msgs)))
+		p.giveBack(ds)
 		p.mu.Lock()
 		return
 	}
@@ -588,39 +630,39 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 	}
 	if len(msgs) == 0 {
 		p.met.emptyReceives.Inc()
-		if p.opt.Drain && p.inflight == 0 && p.pending == 0 && p.receiving == 0 {
+		if p.opt.Drain && p.inflight == 0 && p.batches.pending() == 0 && p.receiving == 0 {
 			p.mu.Unlock()
 			empty := p.opt.DryRun || p.sourceEmpty(ctx)
 			p.mu.Lock()
-			if empty && p.inflight == 0 && p.pending == 0 && p.receiving == 0 {
+			if empty && p.inflight == 0 && p.batches.pending() == 0 && p.receiving == 0 {
 				p.drained = true
 			}
 		}
 		return
 	}
 	p.met.received.Add(float64(len(msgs)))
-	var bytes int
-	for _, m := range msgs {
-		it := &item{msg: m, size: m.Size(), receivedAt: now, visibleUntil: now.Add(p.visibility)}
-		bytes += it.size
-		p.tracked[it] = struct{}{}
-		p.pending++
-		if ts, err := strconv.ParseInt(m.Attributes[AttrSentTimestamp], 10, 64); err == nil {
+	for _, d := range ds {
+		if ts, err := strconv.ParseInt(d.Message.Attributes[AttrSentTimestamp], 10, 64); err == nil {
 			p.met.messageAge.Observe(now.Sub(time.UnixMilli(ts)).Seconds())
 		}
-		p.addLocked(it)
+		if started, gen := p.batches.add(d); started && p.opt.BatchWindow > 0 {
+			time.AfterFunc(p.opt.BatchWindow, func() {
+				p.mu.Lock()
+				p.batches.closeOpenIf(gen)
+				p.mu.Unlock()
+				p.signal()
+			})
+		}
 	}
 	p.sizeSamples++
-	avg := float64(bytes) / float64(len(msgs))
+	avg := float64(got) / float64(len(msgs))
 	if p.sizeSamples == 1 {
 		p.avgSize = avg
 	} else {
 		p.avgSize = 0.8*p.avgSize + 0.2*avg
 	}
-	p.met.inflight.Add(float64(len(msgs)))
-	p.met.inflightBytes.Add(float64(bytes))
 	if p.opt.BatchWindow <= 0 {
-		p.closeOpenLocked()
+		p.batches.closeOpen()
 	}
 }
 
@@ -637,223 +679,53 @@ func (p *Pipe) sourceEmpty(ctx context.Context) bool {
 	return err == nil && n == 0
 }
 
-// addLocked puts a received item into the open batch (standard queues) or
-// its group's queue (FIFO).
-func (p *Pipe) addLocked(it *item) {
-	if p.info.FIFO {
-		g := it.msg.GroupID()
-		q := p.groups[g]
-		if q == nil {
-			q = &groupQueue{}
-			p.groups[g] = q
-			p.groupOrder = append(p.groupOrder, g)
-		}
-		q.items = append(q.items, it)
-		return
-	}
-	if len(p.open) > 0 && p.openBytes+it.size > MaxBatchBytes {
-		p.closeOpenLocked()
-	}
-	p.open = append(p.open, it)
-	p.openBytes += it.size
-	if len(p.open) >= p.opt.BatchSize {
-		p.closeOpenLocked()
-		return
-	}
-	if len(p.open) == 1 && p.opt.BatchWindow > 0 {
-		seq := p.openSeq
-		p.openTimer = time.AfterFunc(p.opt.BatchWindow, func() {
-			p.mu.Lock()
-			if p.openSeq == seq {
-				p.closeOpenLocked()
-			}
-			p.mu.Unlock()
-			p.signal()
-		})
-	}
-}
-
-func (p *Pipe) closeOpenLocked() {
-	if p.openTimer != nil {
-		p.openTimer.Stop()
-		p.openTimer = nil
-	}
-	if len(p.open) == 0 {
-		return
-	}
-	p.ready = append(p.ready, p.open)
-	p.openSeq++
-	p.open = nil
-	p.openBytes = 0
-}
-
-// nextBatchLocked takes the next batch to run, or nil.
-func (p *Pipe) nextBatchLocked() []*item {
-	if !p.info.FIFO {
-		if len(p.ready) == 0 {
-			return nil
-		}
-		b := p.ready[0]
-		p.ready[0] = nil
-		p.ready = p.ready[1:]
-		return b
-	}
-	// FIFO: take groups in order of arrival, skipping those with a batch in
-	// flight, keeping each group's order; a group's messages go in one batch.
-	var b []*item
-	bytes := 0
-	kept := p.groupOrder[:0]
-	for _, g := range p.groupOrder {
-		q := p.groups[g]
-		if len(q.items) == 0 {
-			delete(p.groups, g)
-			continue
-		}
-		kept = append(kept, g)
-		if p.busy[g] || len(b) >= p.opt.BatchSize {
-			continue
-		}
-		took := 0
-		for _, it := range q.items {
-			if len(b) >= p.opt.BatchSize || (len(b) > 0 && bytes+it.size > MaxBatchBytes) {
-				break
-			}
-			b = append(b, it)
-			bytes += it.size
-			took++
-		}
-		if took > 0 {
-			q.items = q.items[took:]
-			p.busy[g] = true
-		}
-	}
-	p.groupOrder = kept
-	return b
-}
-
-// dispatch starts batches while slots are free.
-func (p *Pipe) dispatch(ctx context.Context, batches *conc.WaitGroup, del *deleter) {
+// dispatch starts batches while slots are free. While the circuit is open
+// it starts one probe batch when the probe is due.
+func (p *Pipe) dispatch(ctx context.Context, batches *conc.WaitGroup) {
 	for {
 		p.mu.Lock()
 		if p.inflight >= p.conc {
 			p.mu.Unlock()
 			return
 		}
-		b := p.nextBatchLocked()
+		var b []*Delivery
+		probe := false
+		switch {
+		case p.circuit.open && !p.stopping:
+			if p.circuit.probing || time.Now().Before(p.circuit.probeAt) {
+				p.mu.Unlock()
+				return
+			}
+			if len(p.circuit.held) > 0 {
+				b = p.circuit.held[0]
+				p.circuit.held = p.circuit.held[1:]
+			} else {
+				b = p.batches.next()
+			}
+			probe = b != nil
+			p.circuit.probing = probe
+		case len(p.circuit.held) > 0: // closed again: the held batches go first
+			b = p.circuit.held[0]
+			p.circuit.held = p.circuit.held[1:]
+		default:
+			b = p.batches.next()
+		}
 		if b == nil {
 			p.mu.Unlock()
 			return
 		}
 		p.inflight++
-		p.pending -= len(b)
 		p.mu.Unlock()
-		batches.Go(func() { p.runBatch(ctx, b, del) })
+		batches.Go(func() { p.runBatch(ctx, b, probe) })
 	}
 }
 
-// heartbeat extends the visibility of every tracked message (in a batch or
-// still waiting for one) once 2/3 of its visibility has passed.
-func (p *Pipe) heartbeat(ctx context.Context) {
-	// Tick well inside the last third of the visibility, so a due message
-	// is never missed between two ticks.
-	every := min(max(p.visibility/10, 10*time.Millisecond), 5*time.Second)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			p.extendDue(ctx, time.Now())
-		}
+// releaseHeldLocked takes the batches the circuit breaker holds.
+func (p *Pipe) releaseHeldLocked() []*Delivery {
+	var out []*Delivery
+	for _, b := range p.circuit.held {
+		out = append(out, b...)
 	}
-}
-
-func (p *Pipe) extendDue(ctx context.Context, now time.Time) {
-	p.mu.Lock()
-	var due []*item
-	for it := range p.tracked {
-		if it.visibleUntil.Sub(now) <= p.visibility/3 && now.Sub(it.receivedAt) < MaxVisibility-p.visibility {
-			due = append(due, it)
-		}
-	}
-	vis := p.visibility
-	p.mu.Unlock()
-	if len(due) == 0 {
-		return
-	}
-	msgs := make([]*Message, len(due))
-	for i, it := range due {
-		msgs[i] = it.msg
-	}
-	err := p.opt.Source.ChangeVisibility(ctx, msgs, vis)
-	failed, all := settleFailures(err)
-	p.mu.Lock()
-	n := 0
-	for _, it := range due {
-		if all || failed[it.msg.MessageID] != nil {
-			continue
-		}
-		it.visibleUntil = now.Add(vis)
-		n++
-	}
-	p.mu.Unlock()
-	p.met.extended.Add(float64(n))
-	if err != nil && ctx.Err() == nil {
-		p.log.Error("extending visibility failed; those messages may be delivered again", "error", err)
-	}
-}
-
-// settleFailures returns the ids a settle call failed for, or all=true when
-// the error is not a *SettleError (nothing is known to have been settled).
-func settleFailures(err error) (failed map[string]error, all bool) {
-	if err == nil {
-		return nil, false
-	}
-	var se *SettleError
-	if errors.As(err, &se) {
-		return se.Failed, false
-	}
-	return nil, true
-}
-
-// untrack forgets settled items and gives their bytes back.
-func (p *Pipe) untrack(items []*item) {
-	var bytes int
-	p.mu.Lock()
-	for _, it := range items {
-		if _, ok := p.tracked[it]; ok {
-			delete(p.tracked, it)
-			bytes += it.size
-		}
-	}
-	p.mu.Unlock()
-	p.opt.Budget.Give(int64(bytes))
-	p.met.inflight.Sub(float64(len(items)))
-	p.met.inflightBytes.Sub(float64(bytes))
-}
-
-// releaseRemaining gives back, with visibility 0, whatever is still tracked
-// after shutdown (messages of batches cut short, or never started).
-func (p *Pipe) releaseRemaining() {
-	p.mu.Lock()
-	var left []*item
-	for it := range p.tracked {
-		left = append(left, it)
-	}
-	p.mu.Unlock()
-	if len(left) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	msgs := make([]*Message, len(left))
-	for i, it := range left {
-		msgs[i] = it.msg
-	}
-	if err := p.opt.Source.ChangeVisibility(ctx, msgs, 0); err != nil {
-		p.log.Error("releasing unfinished messages failed; they come back after their visibility timeout", "error", err)
-	}
-	p.met.released.Add(float64(len(left)))
-	p.untrack(left)
+	p.circuit.held = nil
+	return out
 }

@@ -74,6 +74,7 @@ func unwrap(m *Message, kind string) {
 					attr.StringValue = &v
 				}
 				m.MessageAttributes[name] = attr
+				m.liftedAttrs = append(m.liftedAttrs, name)
 			}
 			return
 		}

@@ -112,9 +112,10 @@ type Queue struct {
 }
 
 var (
-	_ pipe.Source = (*Queue)(nil)
-	_ pipe.Opener = (*Queue)(nil)
-	_ pipe.Closer = (*Queue)(nil)
+	_ pipe.Source   = (*Queue)(nil)
+	_ pipe.Opener   = (*Queue)(nil)
+	_ pipe.Closer   = (*Queue)(nil)
+	_ pipe.Extender = (*Queue)(nil)
 )
 
 func newQueue(name string, opts Options, implicit bool) *Queue {
@@ -533,8 +534,22 @@ func addFailure(failed map[string]error, m *pipe.Message) map[string]error {
 	if failed == nil {
 		failed = make(map[string]error)
 	}
-	failed[m.MessageID] = fmt.Errorf("message %s: %w", m.MessageID, ErrStaleHandle)
+	failed[m.ReceiptHandle] = fmt.Errorf("message %s: %w", m.MessageID, ErrStaleHandle)
 	return failed
+}
+
+// Ack is the settling verb Ack: Delete.
+func (q *Queue) Ack(ctx context.Context, msgs []*pipe.Message) error { return q.Delete(ctx, msgs) }
+
+// Nak is the settling verb Nak (NakWithDelay when delay > 0):
+// ChangeVisibility(delay).
+func (q *Queue) Nak(ctx context.Context, msgs []*pipe.Message, delay time.Duration) error {
+	return q.ChangeVisibility(ctx, msgs, delay)
+}
+
+// Extend is the settling verb InProgress: ChangeVisibility(d), d from now.
+func (q *Queue) Extend(ctx context.Context, msgs []*pipe.Message, d time.Duration) error {
+	return q.ChangeVisibility(ctx, msgs, d)
 }
 
 // ChangeVisibility hides the messages for d (0..12h) from now: 0 makes them

@@ -326,7 +326,7 @@ func TestStaleReceiptHandles(t *testing.T) {
 				}
 				var se *pipe.SettleError
 				if !errors.As(err, &se) || se.Op != op || !se.SenderFault || len(se.Failed) != 1 ||
-					!errors.Is(se.Failed[stale.MessageID], memory.ErrStaleHandle) {
+					!errors.Is(se.Failed[stale.ReceiptHandle], memory.ErrStaleHandle) {
 					t.Fatalf("error %#v, want a sender-fault SettleError for %s", err, stale.MessageID)
 				}
 				if !strings.Contains(err.Error(), stale.MessageID) {

@@ -186,7 +186,7 @@ func (q *queue) receiveNone(t *testing.T) {
 
 func (q *queue) delete(t *testing.T, msgs ...*pipe.Message) {
 	t.Helper()
-	if err := q.src.Delete(t.Context(), msgs); err != nil {
+	if err := q.src.Ack(t.Context(), msgs); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
 }
@@ -271,7 +271,7 @@ func testRelease(t *testing.T, h Harness) {
 	q := open(t, h, QueueOptions{VisibilityTimeout: longVisibility, WaitTime: h.WaitTime})
 	q.send(t, "released")
 	first := q.receiveN(t, 1, 10)[0]
-	if err := q.src.ChangeVisibility(t.Context(), []*pipe.Message{first}, 0); err != nil {
+	if err := q.src.Nak(t.Context(), []*pipe.Message{first}, 0); err != nil {
 		t.Fatalf("ChangeVisibility 0: %v", err)
 	}
 	again := q.receiveN(t, 1, 10)[0]
@@ -368,16 +368,16 @@ func testStaleHandle(t *testing.T, h Harness) {
 		name string
 		call func(msgs []*pipe.Message) error
 	}{
-		{"change visibility", func(msgs []*pipe.Message) error { return q.src.ChangeVisibility(t.Context(), msgs, longVisibility) }},
-		{"delete", func(msgs []*pipe.Message) error { return q.src.Delete(t.Context(), msgs) }},
+		{"change visibility", func(msgs []*pipe.Message) error { return q.src.Nak(t.Context(), msgs, longVisibility) }},
+		{"delete", func(msgs []*pipe.Message) error { return q.src.Ack(t.Context(), msgs) }},
 	} {
 		err := op.call([]*pipe.Message{good, forged})
 		var se *pipe.SettleError
 		if !errors.As(err, &se) {
 			t.Fatalf("%s with a stale handle returned %v, want a *pipe.SettleError", op.name, err)
 		}
-		if _, ok := se.Failed[stale.MessageID]; !ok || len(se.Failed) != 1 {
-			t.Errorf("%s: failed %v, want just %s", op.name, se.Failed, stale.MessageID)
+		if _, ok := se.Failed[forged.ReceiptHandle]; !ok || len(se.Failed) != 1 {
+			t.Errorf("%s: failed %v, want just the receipt %s (SettleError is keyed by receipt handle)", op.name, se.Failed, forged.ReceiptHandle)
 		}
 		if !se.SenderFault {
 			t.Errorf("%s: SenderFault is false for a stale handle", op.name)

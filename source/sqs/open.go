@@ -90,6 +90,13 @@ func (s *Source) queueFrom(url string, attrs map[string]string) (*queue, error) 
 		}
 		q.info.VisibilityTimeout = time.Duration(secs) * time.Second
 	}
+	if q.info.VisibilityTimeout == 0 {
+		// A queue whose own visibility timeout is 0 would hand a message
+		// out again while it is being worked on: receives ask for the
+		// SQS default instead, and the heartbeat extends that.
+		q.info.VisibilityTimeout = DefaultVisibilityTimeout
+	}
+	q.receiveVisibility = q.info.VisibilityTimeout
 	if rp := attrs[string(types.QueueAttributeNameRedrivePolicy)]; rp != "" {
 		p, err := sqsname.ParseRedrivePolicy(rp)
 		if err != nil {

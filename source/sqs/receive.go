@@ -28,7 +28,7 @@ func (s *Source) Receive(ctx context.Context, limit int) ([]*pipe.Message, error
 		QueueUrl:            aws.String(q.url),
 		MaxNumberOfMessages: int32(min(max(limit, 1), MaxBatch)),
 		WaitTimeSeconds:     int32(ceilSeconds(s.cfg.WaitTime)),
-		VisibilityTimeout:   int32(ceilSeconds(s.cfg.VisibilityTimeout)),
+		VisibilityTimeout:   int32(ceilSeconds(q.receiveVisibility)),
 		// Both names: some SQS-compatible servers know only the older one.
 		AttributeNames:              []types.QueueAttributeName{types.QueueAttributeNameAll},
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},

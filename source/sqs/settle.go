@@ -52,7 +52,7 @@ func (e *EntryError) Error() string {
 // eight calls at once. Entries that fail without being the sender's fault,
 // and whole calls that fail, are retried with exponential backoff and
 // jitter (five attempts in all); the messages still not deleted are
-// reported by a *pipe.SettleError keyed by message id, and all others were
+// reported by a *pipe.SettleError keyed by receipt handle, and all others were
 // deleted. It blocks until done or ctx is done and is safe for concurrent
 // use.
 func (s *Source) Delete(ctx context.Context, msgs []*pipe.Message) error {
@@ -75,6 +75,20 @@ func (s *Source) Delete(ctx context.Context, msgs []*pipe.Message) error {
 		}
 		return out.Failed, ok, nil
 	})
+}
+
+// Ack is the settling verb Ack: Delete.
+func (s *Source) Ack(ctx context.Context, msgs []*pipe.Message) error { return s.Delete(ctx, msgs) }
+
+// Nak is the settling verb Nak (NakWithDelay when delay > 0):
+// ChangeVisibility(delay).
+func (s *Source) Nak(ctx context.Context, msgs []*pipe.Message, delay time.Duration) error {
+	return s.ChangeVisibility(ctx, msgs, delay)
+}
+
+// Extend is the settling verb InProgress: ChangeVisibility(d), d from now.
+func (s *Source) Extend(ctx context.Context, msgs []*pipe.Message, d time.Duration) error {
+	return s.ChangeVisibility(ctx, msgs, d)
 }
 
 // ChangeVisibility makes the messages invisible for d from now (clamped
@@ -111,7 +125,7 @@ type batchCall func(ctx context.Context, chunk []*pipe.Message, ids []string) (f
 
 // failure is one message that could not be settled.
 type failure struct {
-	id          string
+	m           *pipe.Message
 	err         error
 	senderFault bool
 }
@@ -144,7 +158,7 @@ func (s *Source) settle(ctx context.Context, op string, msgs []*pipe.Message, ca
 			if serr == nil {
 				serr = &pipe.SettleError{Op: op, Failed: make(map[string]error)}
 			}
-			serr.Failed[f.id] = fmt.Errorf("%s of message %s on SQS queue %s: %w", op, f.id, s.name, f.err)
+			serr.Failed[f.m.ReceiptHandle] = fmt.Errorf("%s of message %s on SQS queue %s: %w", op, f.m.MessageID, s.name, f.err)
 			serr.SenderFault = serr.SenderFault || f.senderFault
 		}
 	}
@@ -202,7 +216,7 @@ func (s *Source) settleChunk(ctx context.Context, op string, chunk []*pipe.Messa
 			}
 			ee := &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault}
 			if f.SenderFault {
-				failures = append(failures, failure{id: chunk[i].MessageID, err: ee, senderFault: true})
+				failures = append(failures, failure{m: chunk[i], err: ee, senderFault: true})
 				state[i] = 2
 				continue
 			}
@@ -228,7 +242,7 @@ func (s *Source) settleChunk(ctx context.Context, op string, chunk []*pipe.Messa
 	}
 	for _, id := range ids {
 		i := index(id)
-		f := failure{id: chunk[i].MessageID, err: lastErr[i]}
+		f := failure{m: chunk[i], err: lastErr[i]}
 		if f.err == nil {
 			f.err = ctx.Err()
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -254,8 +255,8 @@ func TestSettleRetriesOnlyTheEntriesThatFailedWithoutSenderFault(t *testing.T) {
 					t.Fatalf("%s: error %v, want a *pipe.SettleError", op, err)
 				}
 				var failed []string
-				for id := range serr.Failed {
-					failed = append(failed, id)
+				for h := range serr.Failed { // keyed by receipt handle: h<i> is m<i>'s
+					failed = append(failed, "m"+strings.TrimPrefix(h, "h"))
 				}
 				if !sameSet(failed, tt.wantFailed) || serr.SenderFault != tt.senderFault || serr.Op != op {
 					t.Errorf("%s: SettleError = %+v, want op %q, failed %v, sender fault %v", op, serr, op, tt.wantFailed, tt.senderFault)
@@ -275,7 +276,7 @@ func TestSettleGivesUpWhenTheContextIsCancelled(t *testing.T) {
 	src := openFake(t, f)
 	err := src.Delete(ctx, fakeMessages(3))
 	var serr *pipe.SettleError
-	if !errors.As(err, &serr) || len(serr.Failed) != 1 || !errors.Is(serr.Failed["m0"], context.Canceled) {
+	if !errors.As(err, &serr) || len(serr.Failed) != 1 || !errors.Is(serr.Failed["h0"], context.Canceled) {
 		t.Fatalf("Delete = %v, want a SettleError for m0 saying the context was cancelled", err)
 	}
 	if len(f.calls) != 1 {

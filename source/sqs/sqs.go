@@ -25,6 +25,9 @@ import (
 const (
 	// MaxWaitTime is the longest long-poll wait SQS accepts.
 	MaxWaitTime = 20 * time.Second
+	// DefaultVisibilityTimeout is what receives ask for when the queue's
+	// own visibility timeout is 0 (SQS's default for new queues).
+	DefaultVisibilityTimeout = 30 * time.Second
 	// MaxVisibilityTimeout is the longest visibility timeout SQS accepts.
 	MaxVisibilityTimeout = 12 * time.Hour
 	// MaxBatch is the most messages one SQS call receives or settles.
@@ -85,12 +88,16 @@ type queue struct {
 	arn    string
 	region string
 	info   pipe.SourceInfo
+	// receiveVisibility is the VisibilityTimeout receives ask for: always
+	// explicit, so the heartbeat and the server agree.
+	receiveVisibility time.Duration
 }
 
 var (
-	_ pipe.Source = (*Source)(nil)
-	_ pipe.Opener = (*Source)(nil)
-	_ pipe.Closer = (*Source)(nil)
+	_ pipe.Source   = (*Source)(nil)
+	_ pipe.Opener   = (*Source)(nil)
+	_ pipe.Closer   = (*Source)(nil)
+	_ pipe.Extender = (*Source)(nil)
 )
 
 // New checks cfg and builds the source's SQS client. It does no network

@@ -267,7 +267,7 @@ func TestAnInvalidReceiptHandleIsASenderFaultNamingTheMessageWhileTheOthersAreDe
 			t.Fatalf("%s: error = %v, want a *pipe.SettleError", op.name, err)
 		}
 		var entry *EntryError
-		if serr.Op != op.name || !serr.SenderFault || len(serr.Failed) != 1 || !errors.As(serr.Failed[bad.MessageID], &entry) || entry.Code != "ReceiptHandleIsInvalid" {
+		if serr.Op != op.name || !serr.SenderFault || len(serr.Failed) != 1 || !errors.As(serr.Failed[bad.ReceiptHandle], &entry) || entry.Code != "ReceiptHandleIsInvalid" {
 			t.Fatalf("%s: SettleError = %+v, want a sender fault ReceiptHandleIsInvalid for %s only", op.name, serr, bad.MessageID)
 		}
 	}

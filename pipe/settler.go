@@ -1,0 +1,614 @@
+package pipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc"
+)
+
+// Settling tuning.
+const (
+	// ackLinger is how long a partial ack call waits for company.
+	ackLinger = 20 * time.Millisecond
+	// settleCallTimeout bounds every call the settler makes to the source,
+	// so one hung call never stalls the others for long.
+	settleCallTimeout = 10 * time.Second
+	// leaseCapMargin keeps extensions a little inside SQS's 12 h from the
+	// receive (the server counts from its own receive time).
+	leaseCapMargin = 5 * time.Second
+)
+
+// settler is the one place a pipe's messages are settled. Every received
+// message becomes a Delivery it tracks; the runtime gives each one final
+// verb (Ack, Nak, NakWithDelay, Term, or "retry when the lease ends"),
+// and the settler turns those into batched source calls on a fixed set of
+// long-lived workers: acks gathered across batches, ten per call, waiting
+// at most ackLinger; naks grouped by delay; dead-letter sends. Its
+// heartbeat extends the leases of deliveries not settled yet.
+//
+// Calls of one receipt never overlap: a final verb given while an
+// extension of the same delivery is under way waits for it to return, and
+// no extension starts after a final verb. So a late heartbeat can never
+// undo a settle.
+type settler struct {
+	src     Source
+	ext     Extender   // nil: leases do not end on their own
+	term    Terminator // nil: no native dead-lettering
+	dead    *deadLetterer
+	vis     time.Duration
+	backoff *Backoff // failed dead-letter sends: retry delay by receive count
+	log     *slog.Logger
+	met     *pipeMetrics
+	budget  *Budget
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	open    map[*Delivery]struct{} // received, not settled
+	acks    []*Delivery            // final Ack, waiting for a call
+	queue   []job
+	closing bool      // no new extensions; acks flushed at once
+	closed  bool      // workers exit once the queue is empty
+	hard    time.Time // once closing: no call outlives it
+
+	kick    chan struct{}
+	stop    chan struct{}
+	workers conc.WaitGroup
+	loop    conc.WaitGroup
+}
+
+// job is one source call (or dead-letter send) for up to ten deliveries.
+type job struct {
+	op    jobOp
+	ds    []*Delivery
+	delay time.Duration
+}
+
+type jobOp uint8
+
+const (
+	opAck jobOp = iota + 1
+	opNak
+	opExtend
+	opTerm
+)
+
+func newSettler(p *Pipe, workers int) *settler {
+	s := &settler{
+		src:     p.opt.Source,
+		vis:     p.visibility,
+		backoff: p.opt.RetryBackoff,
+		log:     p.log,
+		met:     p.met,
+		budget:  p.opt.Budget,
+		open:    map[*Delivery]struct{}{},
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+	}
+	s.cond = sync.NewCond(&s.mu)
+	if e, ok := p.opt.Source.(Extender); ok {
+		s.ext = e
+	}
+	if t, ok := p.opt.Source.(Terminator); ok {
+		s.term = t
+	}
+	if p.opt.DeadLetter != nil {
+		s.dead = &deadLetterer{target: p.opt.DeadLetter, pipe: p.opt.Name, sourceARN: p.info.ARN}
+	}
+	for range max(workers, 1) {
+		s.workers.Go(s.work)
+	}
+	s.loop.Go(s.run)
+	return s
+}
+
+// track makes the delivery of a message received at receivedAt.
+func (s *settler) track(m *Message, receivedAt time.Time) *Delivery {
+	d := &Delivery{Message: m, s: s, size: m.Size(), receivedAt: receivedAt, leaseEnd: receivedAt.Add(s.vis)}
+	if b, err := m.JSON(); err == nil {
+		d.recordSize = len(b)
+	} else {
+		d.recordSize = d.size
+	}
+	if c, ok := s.src.(AttemptCounter); ok {
+		d.attempts = c.Attempts(m)
+	}
+	s.mu.Lock()
+	s.open[d] = struct{}{}
+	s.mu.Unlock()
+	return d
+}
+
+// tracked is the number of deliveries not settled yet.
+func (s *settler) tracked() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open)
+}
+
+// settle is one final verb for one delivery.
+type settle struct {
+	d      *Delivery
+	v      verb
+	delay  time.Duration
+	reason error
+}
+
+// final gives d its final verb.
+func (s *settler) final(d *Delivery, v verb, delay time.Duration, reason error) error {
+	if s.finalMany([]settle{{d: d, v: v, delay: delay, reason: reason}}) > 0 {
+		return ErrSettled
+	}
+	return nil
+}
+
+// finalMany gives each delivery its final verb in one step, grouping the
+// calls, and returns how many were refused as already settled.
+func (s *settler) finalMany(items []settle) (refused int) {
+	ready := make([]*Delivery, 0, len(items))
+	s.mu.Lock()
+	for _, it := range items {
+		d := it.d
+		if d.final != verbNone {
+			refused++
+			continue
+		}
+		d.final, d.delay, d.reason = it.v, it.delay, it.reason
+		if d.extending {
+			d.deferred = true // applied when the extension returns
+			continue
+		}
+		ready = append(ready, d)
+	}
+	done := s.dispatchLocked(ready)
+	s.mu.Unlock()
+	if refused > 0 {
+		s.met.doubleSettles.Add(float64(refused))
+		s.log.Error("a settling verb was refused: the delivery was settled already (a batch outlived the shutdown timeout, or a bug)", "deliveries", refused)
+	}
+	s.done(done)
+	return refused
+}
+
+// dispatchLocked queues the calls of deliveries whose final verb is set,
+// grouped by verb and delay, and returns those that need no call.
+func (s *settler) dispatchLocked(ds []*Delivery) (done []*Delivery) {
+	var naks map[time.Duration][]*Delivery
+	var terms, retries []*Delivery
+	for _, d := range ds {
+		switch d.final {
+		case verbAck:
+			s.acks = append(s.acks, d)
+		case verbNak:
+			if naks == nil {
+				naks = map[time.Duration][]*Delivery{}
+			}
+			naks[d.delay] = append(naks[d.delay], d)
+		case verbTerm:
+			terms = append(terms, d)
+		case verbRetry:
+			retries = append(retries, d)
+		}
+	}
+	for delay, group := range naks {
+		s.pushLocked(opNak, group, delay)
+	}
+	s.pushLocked(opTerm, terms, 0)
+	if s.ext != nil {
+		done = retries // the lease it has brings it back: no call
+	} else {
+		s.pushLocked(opNak, retries, s.vis)
+	}
+	s.flushAcksLocked(false)
+	return done
+}
+
+// pushLocked queues calls for ds, ten deliveries per call.
+func (s *settler) pushLocked(op jobOp, ds []*Delivery, delay time.Duration) {
+	for len(ds) > 0 {
+		n := min(len(ds), MaxReceive)
+		s.queue = append(s.queue, job{op: op, ds: ds[:n:n], delay: delay})
+		ds = ds[n:]
+	}
+	s.cond.Signal()
+}
+
+// flushAcksLocked queues full ack calls, and the partial one when all is
+// true or the settler is closing; otherwise it asks the loop to flush the
+// partial one after ackLinger.
+func (s *settler) flushAcksLocked(all bool) {
+	full := len(s.acks) / MaxReceive * MaxReceive
+	if all || s.closing {
+		full = len(s.acks)
+	}
+	if full > 0 {
+		s.pushLocked(opAck, s.acks[:full:full], 0)
+		s.acks = append([]*Delivery(nil), s.acks[full:]...)
+	}
+	if len(s.acks) > 0 {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// touch extends d's lease now (InProgress).
+func (s *settler) touch(d *Delivery) {
+	if s.ext == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d.final != verbNone || d.extending || d.stale || s.closing {
+		return
+	}
+	if ext := s.extensionLocked(d, time.Now()); ext > 0 {
+		d.extending = true
+		s.queue = append(s.queue, job{op: opExtend, ds: []*Delivery{d}, delay: ext})
+		s.cond.Signal()
+	}
+}
+
+// extensionLocked is how long d's lease may be extended from now: the
+// visibility, less what would pass the 12 h cap from the receive; 0 when
+// the cap is reached.
+func (s *settler) extensionLocked(d *Delivery, now time.Time) time.Duration {
+	left := MaxVisibility - leaseCapMargin - now.Sub(d.receivedAt)
+	if left >= s.vis {
+		return s.vis
+	}
+	if ext := left.Truncate(time.Second); ext >= time.Second {
+		return ext
+	}
+	return 0
+}
+
+// run is the settler's clock: it flushes partial acks after ackLinger and
+// beats the heartbeat.
+func (s *settler) run() {
+	every := min(max(s.vis/10, 10*time.Millisecond), 5*time.Second)
+	hb := time.NewTicker(every)
+	defer hb.Stop()
+	var linger <-chan time.Time
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.kick:
+			if linger == nil {
+				linger = time.After(ackLinger)
+			}
+		case <-linger:
+			linger = nil
+			s.mu.Lock()
+			s.flushAcksLocked(true)
+			s.mu.Unlock()
+		case now := <-hb.C:
+			s.heartbeat(now)
+		}
+	}
+}
+
+// heartbeat extends, in batched calls, the leases of the deliveries not
+// settled yet whose lease ends within a third of the visibility, up to the
+// 12 h cap from their receive.
+func (s *settler) heartbeat(now time.Time) {
+	if s.ext == nil {
+		return
+	}
+	groups := map[time.Duration][]*Delivery{}
+	capped := 0
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	for d := range s.open {
+		if d.final != verbNone || d.extending || d.stale || d.leaseEnd.Sub(now) > s.vis/3 {
+			continue
+		}
+		ext := s.extensionLocked(d, now)
+		if ext == 0 {
+			if !d.capped {
+				d.capped = true
+				capped++
+			}
+			continue
+		}
+		d.extending = true
+		groups[ext] = append(groups[ext], d)
+	}
+	for ext, ds := range groups {
+		s.pushExtendLocked(ds, ext)
+	}
+	s.mu.Unlock()
+	if capped > 0 {
+		s.log.Warn("messages reached the 12 h visibility cap from their receive and can no longer be extended: they may be delivered again while still being worked on",
+			"messages", capped)
+	}
+}
+
+func (s *settler) pushExtendLocked(ds []*Delivery, ext time.Duration) {
+	for len(ds) > 0 {
+		n := min(len(ds), MaxReceive)
+		s.queue = append(s.queue, job{op: opExtend, ds: ds[:n:n], delay: ext})
+		ds = ds[n:]
+	}
+	s.cond.Signal()
+}
+
+// work runs queued calls until the settler is closed and the queue empty.
+func (s *settler) work() {
+	for {
+		s.mu.Lock()
+		for len(s.queue) == 0 && !s.closed {
+			s.cond.Wait()
+		}
+		if len(s.queue) == 0 {
+			s.mu.Unlock()
+			return
+		}
+		j := s.queue[0]
+		s.queue[0] = job{}
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+		s.do(j)
+	}
+}
+
+// callCtx bounds one call: settleCallTimeout, and never past the hard
+// deadline once the pipe is stopping.
+func (s *settler) callCtx() (context.Context, context.CancelFunc) {
+	s.mu.Lock()
+	hard := s.hard
+	s.mu.Unlock()
+	deadline := time.Now().Add(settleCallTimeout)
+	if !hard.IsZero() && hard.Before(deadline) {
+		deadline = hard
+	}
+	return context.WithDeadline(context.Background(), deadline)
+}
+
+func messagesOf(ds []*Delivery) []*Message {
+	msgs := make([]*Message, len(ds))
+	for i, d := range ds {
+		msgs[i] = d.Message
+	}
+	return msgs
+}
+
+func (s *settler) do(j job) {
+	ctx, cancel := s.callCtx()
+	defer cancel()
+	switch j.op {
+	case opAck:
+		err := s.src.Ack(ctx, messagesOf(j.ds))
+		bad, stale := s.failed(j.ds, err)
+		s.met.deleted.Add(float64(len(j.ds) - bad))
+		if err != nil {
+			s.met.deleteFailures.Add(float64(bad))
+			s.met.possibleDupes.Add(float64(stale))
+			s.log.Error("deleting messages failed; they will be delivered again", "error", err, "messages", bad)
+		}
+		s.done(j.ds)
+	case opNak:
+		err := s.src.Nak(ctx, messagesOf(j.ds), j.delay)
+		s.met.released.Add(float64(len(j.ds)))
+		if err != nil {
+			bad, _ := s.failed(j.ds, err)
+			s.log.Error("giving messages back failed; they come back when their current visibility ends",
+				"error", err, "messages", bad, "delay", j.delay.String())
+		}
+		s.done(j.ds)
+	case opExtend:
+		start := time.Now()
+		err := s.ext.Extend(ctx, messagesOf(j.ds), j.delay)
+		s.extended(j, start, err)
+	case opTerm:
+		s.terminate(ctx, j.ds)
+	}
+}
+
+// failed counts the deliveries err says were not settled, and among them
+// those whose receipt the source refused as stale.
+func (s *settler) failed(ds []*Delivery, err error) (bad, stale int) {
+	if err == nil {
+		return 0, 0
+	}
+	var se *SettleError
+	if !errors.As(err, &se) {
+		return len(ds), 0
+	}
+	for _, d := range ds {
+		if se.Failed[d.Message.ReceiptHandle] != nil {
+			bad++
+		}
+	}
+	if se.SenderFault {
+		stale = bad
+	}
+	return bad, stale
+}
+
+// extended records an extension's outcome and applies the final verbs that
+// waited for it.
+func (s *settler) extended(j job, start time.Time, err error) {
+	var se *SettleError
+	all := err != nil && !errors.As(err, &se)
+	n, stale := 0, 0
+	s.mu.Lock()
+	var deferred []*Delivery
+	for _, d := range j.ds {
+		d.extending = false
+		switch {
+		case all:
+		case se != nil && se.Failed[d.Message.ReceiptHandle] != nil:
+			if se.SenderFault {
+				d.stale = true // retrying every tick would fail every tick
+				stale++
+			}
+		default:
+			d.leaseEnd = start.Add(j.delay)
+			n++
+		}
+		if d.deferred {
+			d.deferred = false
+			deferred = append(deferred, d)
+		}
+	}
+	done := s.dispatchLocked(deferred)
+	s.mu.Unlock()
+	s.done(done)
+	s.met.extended.Add(float64(n))
+	if err != nil {
+		s.log.Error("extending visibility failed; those messages may be delivered again", "error", err,
+			"messages", len(j.ds)-n, "stale_receipts", stale)
+	}
+}
+
+// terminate gives up on deliveries: the pipe's dead-letter target (then
+// ack; a failed send is retried later, never made visible at once), else
+// the source's own dead-lettering, else the queue's redrive policy.
+func (s *settler) terminate(ctx context.Context, ds []*Delivery) {
+	switch {
+	case s.dead != nil:
+		sent, back, err := s.dead.send(ctx, ds)
+		s.met.deadLettered.Add(float64(len(sent)))
+		s.regive(sent, verbAck)
+		if len(back) > 0 {
+			s.log.Error("sending to the dead-letter target failed; the messages are retried later instead",
+				"messages", len(back), "error", err)
+			s.regive(back, verbRetry)
+		}
+	case s.term != nil:
+		err := s.term.Term(ctx, messagesOf(ds))
+		bad, _ := s.failed(ds, err)
+		s.met.deadLettered.Add(float64(len(ds) - bad))
+		if err != nil {
+			s.log.Error("dead-lettering messages failed; they come back when their current lease ends", "error", err, "messages", bad)
+		}
+		s.done(ds)
+	default:
+		s.regive(ds, verbRetry)
+	}
+}
+
+// regive replaces the final verb of deliveries the settler holds (a Term
+// that became an Ack or a retry). A retry gets the retry backoff when the
+// pipe has one.
+func (s *settler) regive(ds []*Delivery, v verb) {
+	if len(ds) == 0 {
+		return
+	}
+	s.mu.Lock()
+	for _, d := range ds {
+		d.final, d.delay = v, 0
+		if v == verbRetry && s.backoff != nil {
+			d.final, d.delay = verbNak, s.backoff.Delay(d.NumDelivered())
+		}
+	}
+	done := s.dispatchLocked(ds)
+	s.mu.Unlock()
+	s.done(done)
+}
+
+// done forgets settled deliveries and gives their bytes back.
+func (s *settler) done(ds []*Delivery) {
+	bytes := 0
+	n := 0
+	s.mu.Lock()
+	for _, d := range ds {
+		if d.settled {
+			continue
+		}
+		d.settled = true
+		delete(s.open, d)
+		bytes += d.size
+		n++
+	}
+	s.mu.Unlock()
+	s.budget.Give(int64(bytes))
+	s.met.inflight.Sub(float64(n))
+	s.met.inflightBytes.Sub(float64(bytes))
+}
+
+// close releases (Nak, at once) every delivery without a final verb,
+// flushes what is queued, and returns once every call has returned; no
+// call outlives hard. It returns how many deliveries it released.
+func (s *settler) close(hard time.Time) int {
+	close(s.stop)
+	s.loop.Wait()
+	var left []settle
+	s.mu.Lock()
+	s.closing = true
+	s.hard = hard
+	for d := range s.open {
+		if d.final == verbNone {
+			left = append(left, settle{d: d, v: verbNak})
+		}
+	}
+	s.mu.Unlock()
+	s.finalMany(left)
+	s.mu.Lock()
+	s.flushAcksLocked(true)
+	s.closed = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	s.workers.Wait()
+	return len(left)
+}
+
+// deadLetterer sends items to a pipe's dead-letter target with their
+// failure context as message attributes.
+type deadLetterer struct {
+	target    Target
+	pipe      string
+	sourceARN string
+}
+
+// send delivers ds to the dead-letter target and says which were sent and
+// which were not (with the first error). A panic of the target fails the
+// send; it never escapes.
+func (dl *deadLetterer) send(ctx context.Context, ds []*Delivery) (sent, back []*Delivery, err error) {
+	events := make([]*Event, len(ds))
+	now := time.Now()
+	for i, d := range ds {
+		events[i] = deadLetterEvent(d, dl.pipe, dl.sourceARN, now)
+	}
+	res, err := deliverSafely(ctx, dl.target, events)
+	failed := map[string]error{}
+	if err != nil {
+		for _, ev := range events {
+			failed[ev.ID()] = err
+		}
+	}
+	for _, f := range res.Failures {
+		failed[f.ID] = f.Err
+		if err == nil {
+			err = f.Err
+		}
+	}
+	for _, d := range ds {
+		if _, bad := failed[d.Message.MessageID]; bad {
+			back = append(back, d)
+		} else {
+			sent = append(sent, d)
+		}
+	}
+	return sent, back, err
+}
+
+// deliverSafely calls t, turning a panic into an error.
+func deliverSafely(ctx context.Context, t Target, events []*Event) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = Result{}, fmt.Errorf("target panicked: %v", r)
+		}
+	}()
+	return t.Deliver(ctx, events)
+}
