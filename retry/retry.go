@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/backoff"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -212,7 +213,7 @@ func Wrap(t pipe.Target, p Policy, opts Options) pipe.Target {
 		opts.Now = time.Now
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleep
+		opts.Sleep = backoff.Sleep
 	}
 	return &retrier{t: t, p: p, o: opts}
 }
@@ -489,19 +490,4 @@ func tooOld(m *pipe.Message, now time.Time, maxAge time.Duration) bool {
 		return false
 	}
 	return now.Sub(time.UnixMilli(ms)) > maxAge
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -424,13 +424,16 @@ func TestExhaustedWholeBatchKeepsTheCauseReadable(t *testing.T) {
 }
 
 func TestTheRealSleepStopsWithTheContext(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
-		t.Errorf("sleep = %v, want context.Canceled", err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	w := Wrap(&script{steps: []func([]*pipe.Event) (pipe.Result, error){whole(errServer)}},
+		Policy{MaxAttempts: 3, MinDelay: time.Hour, MaxDelay: time.Hour}, Options{})
+	start := time.Now()
+	if _, err := w.Deliver(ctx, batch("a")); !errors.Is(err, errServer) {
+		t.Errorf("Deliver = %v, want the first whole-batch error", err)
 	}
-	if err := sleep(context.Background(), 0); err != nil {
-		t.Errorf("sleep(0) = %v", err)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Deliver waited %v after its context ended", took)
 	}
 }
 
