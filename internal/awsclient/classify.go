@@ -47,8 +47,8 @@ func Codes(codes ...string) map[string]bool {
 }
 
 // Classify marks err: pipe.Throttled when the service asked to slow down;
-// pipe.Permanent when retrying cannot help (Permanent reports it, a
-// permanent code, any other 4xx except 408, 429, RetryableCodes and
+// pipe.Permanent when retrying cannot help (missing credentials, Permanent
+// reports it, a permanent code, any other 4xx except 408, 429, RetryableCodes and
 // RetryableStatus, a request the SDK refused to send); otherwise err as it
 // is. nil stays nil.
 func (c Classifier) Classify(err error) error {
@@ -81,6 +81,10 @@ func (c Classifier) isThrottle(err error) bool {
 
 func (c Classifier) isPermanent(err error) bool {
 	if c.Permanent != nil && c.Permanent(err) {
+		return true
+	}
+	var creds *CredentialsError
+	if errors.As(err, &creds) {
 		return true
 	}
 	var invalid *smithy.InvalidParamsError

@@ -12,7 +12,9 @@ import (
 )
 
 func TestSQSClassifierKnowsSQSErrors(t *testing.T) {
-	op := func(err error) error { return &smithy.OperationError{ServiceID: "SQS", OperationName: "ReceiveMessage", Err: err} }
+	op := func(err error) error {
+		return &smithy.OperationError{ServiceID: "SQS", OperationName: "ReceiveMessage", Err: err}
+	}
 	tests := []struct {
 		name string
 		err  error
