@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -49,6 +50,8 @@ type ClientConfig struct {
 	RegionGuess string
 	// AWSConfig, when set, is used instead of config.LoadDefaultConfig.
 	AWSConfig *aws.Config
+	// Logger, when set, receives the SDK's own log lines.
+	Logger *slog.Logger
 }
 
 // NewClient builds an SQS client from the AWS config chain (env, profile,
@@ -63,7 +66,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*sqs.Client, error) {
 	if !ok {
 		return nil, errors.New("no AWS region: set the source's region, AWS_REGION or a profile's region")
 	}
-	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint}
+	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, Logger: cfg.Logger}
 	return sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) }), nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/pipesproject/pipes/filter"
+	"github.com/pipesproject/pipes/internal/backoff"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -125,7 +126,7 @@ func Run(ctx context.Context, api API, opt Options) (sum Summary, err error) {
 	r := &run{
 		api: api, opt: opt, log: opt.Logger,
 		fifo:   isFIFO(opt.To),
-		bucket: newBucket(opt.Rate, time.Now, sleep),
+		bucket: newBucket(opt.Rate, time.Now, backoff.Sleep),
 		seen:   map[string]bool{},
 	}
 	if r.log == nil {

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/backoff"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -182,8 +183,20 @@ type Options struct {
 //     with pipe.Exhausted(err, attempts), so the pipe can dead-letter it. A
 //     batch that failed whole on every attempt comes back as one exhausted
 //     item failure per message and a nil error, not as a whole-batch error.
+//   - FIFO events (a non-empty Message.GroupID; a batch holds a group's
+//     messages in order) follow "first failure fails the rest of the
+//     group": once a message of a group fails, every later message of that
+//     group in the batch counts as failed with it, whatever its own answer.
+//     A retry delivers the failed message again together with all of them,
+//     in batch order; when it ends failed (Permanent, Exhausted, or cut by
+//     ctx), each of them is returned as an item failure matching
+//     ErrEarlierInGroupFailed, neither Permanent nor Exhausted, so that it
+//     goes back to the queue and is never dead-lettered for the other
+//     message's error. Standard events (group "") are retried one by one
+//     as above.
 //   - If any attempt was throttled, every failure returned that is not
-//     Permanent still satisfies pipe.IsThrottled.
+//     Permanent still satisfies pipe.IsThrottled (ErrEarlierInGroupFailed
+//     ones excepted).
 //   - When ctx is done, retrying stops: what failed is returned as is (not
 //     Exhausted); a whole-batch error of the first delivery stays a
 //     whole-batch error, so that the pipe releases the batch.
@@ -200,7 +213,7 @@ func Wrap(t pipe.Target, p Policy, opts Options) pipe.Target {
 		opts.Now = time.Now
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleep
+		opts.Sleep = backoff.Sleep
 	}
 	return &retrier{t: t, p: p, o: opts}
 }
@@ -236,35 +249,34 @@ func (r *retrier) retry(ctx context.Context, events []*pipe.Event, res pipe.Resu
 	var st run
 	pending := events
 	for attempt := 1; ; attempt++ {
-		again := st.classify(pending, res, err) // message id -> last error
-		if len(again) == 0 {
-			break
-		}
-		if r.p.MaxEventAge > 0 {
+		o := st.classify(pending, res, err)
+		if r.p.MaxEventAge > 0 && len(o.again) > 0 {
 			now := r.o.Now()
 			for _, ev := range pending {
-				cause, ok := again[ev.ID()]
+				cause, ok := o.again[ev.ID()]
 				if !ok || !tooOld(ev.Message, now, r.p.MaxEventAge) {
 					continue
 				}
-				delete(again, ev.ID())
-				st.fail(ev.ID(), pipe.Exhausted(fmt.Errorf("not retried: message older than max_event_age %s: %w", r.p.MaxEventAge, st.mark(cause)), attempt))
+				delete(o.again, ev.ID())
+				o.setFinal(ev.ID(), pipe.Exhausted(fmt.Errorf("not retried: message older than max_event_age %s: %w", r.p.MaxEventAge, st.mark(cause)), attempt))
 			}
 		}
-		if len(again) == 0 {
+		o.chainGroups(pending)
+		if len(o.again) == 0 {
+			st.record(pending, o, nil)
 			break
 		}
 		if ctx.Err() != nil {
-			st.failAll(pending, again, st.mark)
+			st.record(pending, o, st.mark)
 			break
 		}
 		if attempt >= r.p.MaxAttempts {
-			st.failAll(pending, again, func(e error) error { return pipe.Exhausted(st.mark(e), attempt) })
+			st.record(pending, o, func(e error) error { return pipe.Exhausted(st.mark(e), attempt) })
 			break
 		}
 		next := pending[:0:0]
 		for _, ev := range pending {
-			if _, ok := again[ev.ID()]; ok {
+			if o.retried(ev.ID()) {
 				next = append(next, ev)
 			}
 		}
@@ -280,85 +292,183 @@ func (r *retrier) retry(ctx context.Context, events []*pipe.Event, res pipe.Resu
 			if attempt == 1 && err != nil {
 				return pipe.Result{}, st.mark(err) // the first delivery failed whole
 			}
-			st.failAll(pending, again, st.mark)
+			st.record(pending, o, st.mark)
 			break
 		}
+		st.record(pending, o, nil) // the failures already final
 		pending = next
 		res, err = r.t.Deliver(ctx, pending)
 	}
 	return pipe.Result{Failures: st.final}, nil
 }
 
-// classify reads one delivery's outcome over pending: Permanent failures and
-// failures of unknown ids become final; the rest are returned to retry, by
-// message id.
-func (st *run) classify(pending []*pipe.Event, res pipe.Result, err error) map[string]error {
+// outcome is what one delivery left of pending, by message id.
+type outcome struct {
+	again   map[string]error  // to retry: the last error
+	final   map[string]error  // failed for good
+	follows map[string]string // later events of a FIFO group: the id of the group's first failure
+}
+
+func (o *outcome) setFinal(id string, err error) {
+	if o.final == nil {
+		o.final = map[string]error{}
+	}
+	o.final[id] = err
+}
+
+// retried reports whether the next attempt delivers message id again: it
+// failed retryably, or it follows such a failure in its FIFO group.
+func (o *outcome) retried(id string) bool {
+	if _, ok := o.again[id]; ok {
+		return true
+	}
+	head, ok := o.follows[id]
+	if !ok {
+		return false
+	}
+	_, ok = o.again[head]
+	return ok
+}
+
+// chainGroups applies "first failure fails the rest of the group" to the
+// FIFO events of pending (a non-empty GroupID, in group order): every
+// message after the first failed one of its group, whatever its own
+// outcome, follows that one: it goes again with it, or fails with it.
+// Standard events (group "") are left as they are.
+func (o *outcome) chainGroups(pending []*pipe.Event) {
+	if len(o.again) == 0 && len(o.final) == 0 {
+		return
+	}
+	var heads map[string]string // group -> its first failed message
+	for _, ev := range pending {
+		g := ev.Message.GroupID()
+		if g == "" {
+			continue
+		}
+		id := ev.ID()
+		head, ok := heads[g]
+		if !ok {
+			_, again := o.again[id]
+			_, final := o.final[id]
+			if again || final {
+				if heads == nil {
+					heads = map[string]string{}
+				}
+				heads[g] = id
+			}
+			continue
+		}
+		if head == id {
+			continue
+		}
+		delete(o.again, id)
+		delete(o.final, id)
+		if o.follows == nil {
+			o.follows = map[string]string{}
+		}
+		o.follows[id] = head
+	}
+}
+
+// ErrEarlierInGroupFailed is matched (errors.Is) by the failure of a FIFO
+// event that did not fail itself: an earlier message of its group did, and
+// the group's order forbids delivering it first. Such a failure is neither
+// pipe.Permanent nor pipe.Exhausted, so the message goes back to the queue,
+// never to a dead-letter target.
+var ErrEarlierInGroupFailed = errors.New("an earlier message of its FIFO group failed")
+
+// groupError is the failure of a message that follows a failed one in its
+// FIFO group. It does not wrap the cause (only quotes it), so that the
+// cause's markers (Permanent, Exhausted, Throttled) do not apply to it.
+type groupError struct {
+	group, head string
+	cause       error
+}
+
+func (e *groupError) Error() string {
+	return fmt.Sprintf("not delivered: message %s, earlier in FIFO group %q, failed: %v", e.head, e.group, e.cause)
+}
+
+func (e *groupError) Is(target error) bool { return target == ErrEarlierInGroupFailed }
+
+// classify reads one delivery's outcome over pending: Permanent failures
+// become final, failures of unknown ids are passed through, the rest are
+// to retry.
+func (st *run) classify(pending []*pipe.Event, res pipe.Result, err error) outcome {
+	var o outcome
 	if err != nil {
 		st.throttled = st.throttled || pipe.IsThrottled(err)
-		if pipe.IsPermanent(err) {
-			st.failAll(pending, nil, func(error) error { return err })
-			return nil
-		}
-		again := make(map[string]error, len(pending))
+		all := make(map[string]error, len(pending))
 		for _, ev := range pending {
-			again[ev.ID()] = err
+			all[ev.ID()] = err
 		}
-		return again
+		if pipe.IsPermanent(err) {
+			o.final = all
+		} else {
+			o.again = all
+		}
+		return o
 	}
 	if len(res.Failures) == 0 {
-		return nil
+		return o
 	}
 	ids := make(map[string]bool, len(pending))
 	for _, ev := range pending {
 		ids[ev.ID()] = true
 	}
-	again := make(map[string]error, len(res.Failures))
-	var permanent map[string]bool
+	o.again = make(map[string]error, len(res.Failures))
 	for _, f := range res.Failures {
 		cause := f.Err
 		if cause == nil {
 			cause = errors.New("reported failed by the target")
 		}
 		st.throttled = st.throttled || pipe.IsThrottled(cause)
-		switch {
+		switch _, final := o.final[f.ID]; {
 		case !ids[f.ID]:
 			st.final = append(st.final, f)
-		case permanent[f.ID]: // already final
+		case final: // already final
 		case pipe.IsPermanent(cause):
-			if permanent == nil {
-				permanent = map[string]bool{}
-			}
-			permanent[f.ID] = true
-			delete(again, f.ID)
-			st.fail(f.ID, cause)
+			delete(o.again, f.ID)
+			o.setFinal(f.ID, cause)
 		default:
-			again[f.ID] = cause
+			o.again[f.ID] = cause
 		}
 	}
-	return again
+	return o
+}
+
+// record records the final failures of o once each, in the order of
+// pending: o.final as they are, o.again with wrap applied when wrap is not
+// nil (nil: they are retried), and the events following either in their
+// FIFO group with a groupError.
+func (st *run) record(pending []*pipe.Event, o outcome, wrap func(error) error) {
+	if len(o.final) == 0 && (wrap == nil || len(o.again) == 0) {
+		return
+	}
+	done := make(map[string]error, len(pending)) // id -> its final error, nil when none
+	for _, ev := range pending {
+		id := ev.ID()
+		if _, ok := done[id]; ok {
+			continue
+		}
+		var err error
+		if e, ok := o.final[id]; ok {
+			err = e
+		} else if e, ok := o.again[id]; ok && wrap != nil {
+			err = wrap(e)
+		} else if head, ok := o.follows[id]; ok && done[head] != nil {
+			err = &groupError{group: ev.Message.GroupID(), head: head, cause: done[head]}
+		}
+		done[id] = err
+		if err != nil {
+			st.fail(id, err)
+		}
+	}
 }
 
 // fail records a final failure.
 func (st *run) fail(id string, err error) {
 	st.final = append(st.final, pipe.ItemFailure{ID: id, Err: err})
-}
-
-// failAll records a final failure for every message of pending (once each)
-// that is in only (all when only is nil), with wrap applied to its error.
-func (st *run) failAll(pending []*pipe.Event, only map[string]error, wrap func(error) error) {
-	done := make(map[string]bool, len(pending))
-	for _, ev := range pending {
-		id := ev.ID()
-		if done[id] {
-			continue
-		}
-		cause, ok := only[id]
-		if only != nil && !ok {
-			continue
-		}
-		done[id] = true
-		st.fail(id, wrap(cause))
-	}
 }
 
 // mark keeps the throttling of an earlier attempt visible on err.
@@ -380,19 +490,4 @@ func tooOld(m *pipe.Message, now time.Time, maxAge time.Duration) bool {
 		return false
 	}
 	return now.Sub(time.UnixMilli(ms)) > maxAge
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

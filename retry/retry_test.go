@@ -158,12 +158,24 @@ func batchSent(sent time.Time, ids ...string) []*pipe.Event {
 	return evs
 }
 
+// inGroup puts events in FIFO message group g.
+func inGroup(g string, evs []*pipe.Event) []*pipe.Event {
+	for _, ev := range evs {
+		ev.Message.Attributes[pipe.AttrMessageGroupID] = g
+	}
+	return evs
+}
+
 // want describes one returned item failure.
 type want struct {
 	exhausted int // attempts, 0: not Exhausted
 	permanent bool
 	throttled bool
+	blocked   bool // failed because an earlier message of its FIFO group did
 }
+
+// blocked is the failure of a FIFO message after a failed one.
+var blocked = want{blocked: true}
 
 var (
 	errServer   = errors.New("answered 503")
@@ -274,6 +286,62 @@ func TestWrapRetriesWhatCanSucceed(t *testing.T) {
 			wantFails: map[string]want{"a": {exhausted: 1}},
 		},
 		{
+			name: "a failed FIFO message goes again with the later messages of its group, in order", policy: policy,
+			events:    inGroup("g", batch("a", "b", "c")),
+			steps:     []func([]*pipe.Event) (pipe.Result, error){items(errServer, "a"), ok},
+			wantCalls: [][]string{{"a", "b", "c"}, {"a", "b", "c"}}, wantSleep: []time.Duration{time.Second},
+		},
+		{
+			name: "a FIFO message that stays failed fails the later messages of its group, not as exhausted", policy: policy,
+			events:    inGroup("g", batch("a", "b", "c")),
+			steps:     []func([]*pipe.Event) (pipe.Result, error){items(errServer, "a")},
+			wantCalls: [][]string{{"a", "b", "c"}, {"a", "b", "c"}, {"a", "b", "c"}}, wantSleep: []time.Duration{time.Second, 2 * time.Second},
+			wantFails: map[string]want{"a": {exhausted: 3}, "b": blocked, "c": blocked},
+		},
+		{
+			name: "a permanent FIFO failure fails the later messages of its group without a retry", policy: policy,
+			events:    inGroup("g", batch("a", "b", "c")),
+			steps:     []func([]*pipe.Event) (pipe.Result, error){items(errClient, "b")},
+			wantCalls: [][]string{{"a", "b", "c"}},
+			wantFails: map[string]want{"b": {permanent: true}, "c": blocked},
+		},
+		{
+			name: "a later failure of the group on a retry takes what follows it along", policy: policy,
+			events:    inGroup("g", batch("a", "b", "c")),
+			steps:     []func([]*pipe.Event) (pipe.Result, error){items(errServer, "a"), items(errServer, "b"), ok},
+			wantCalls: [][]string{{"a", "b", "c"}, {"a", "b", "c"}, {"b", "c"}}, wantSleep: []time.Duration{time.Second, 2 * time.Second},
+		},
+		{
+			name: "other FIFO groups and standard events are retried apart", policy: policy,
+			events: slices.Concat(inGroup("g", batch("a")), inGroup("h", batch("b")), inGroup("g", batch("c")), batch("d", "e")),
+			steps: []func([]*pipe.Event) (pipe.Result, error){func([]*pipe.Event) (pipe.Result, error) {
+				return pipe.Fail(errServer, "a", "d"), nil
+			}, ok},
+			wantCalls: [][]string{{"a", "b", "c", "d", "e"}, {"a", "c", "d"}}, wantSleep: []time.Duration{time.Second},
+		},
+		{
+			name: "a FIFO batch failing whole every time exhausts only the first message of each group", policy: policy,
+			events:    slices.Concat(inGroup("g", batch("a", "b")), inGroup("h", batch("c"))),
+			steps:     []func([]*pipe.Event) (pipe.Result, error){whole(errServer)},
+			wantCalls: [][]string{{"a", "b", "c"}, {"a", "b", "c"}, {"a", "b", "c"}}, wantSleep: []time.Duration{time.Second, 2 * time.Second},
+			wantFails: map[string]want{"a": {exhausted: 3}, "b": blocked, "c": {exhausted: 3}},
+		},
+		{
+			name:      "a FIFO message older than max event age fails the later messages of its group",
+			policy:    Policy{MaxAttempts: 3, MinDelay: time.Second, MaxDelay: time.Second, MaxEventAge: time.Hour},
+			events:    inGroup("g", append(batchSent(now.Add(-2*time.Hour), "old"), batchSent(now.Add(-time.Minute), "new")...)),
+			steps:     []func([]*pipe.Event) (pipe.Result, error){items(errServer, "old")},
+			wantCalls: [][]string{{"old", "new"}},
+			wantFails: map[string]want{"old": {exhausted: 1}, "new": blocked},
+		},
+		{
+			name: "a cancelled context fails the later messages of a failed FIFO message too", policy: policy,
+			events: inGroup("g", batch("a", "b")),
+			steps:  []func([]*pipe.Event) (pipe.Result, error){items(errServer, "a")}, cancelAt: 1,
+			wantCalls: [][]string{{"a", "b"}}, wantSleep: []time.Duration{time.Second},
+			wantFails: map[string]want{"a": {}, "b": blocked},
+		},
+		{
 			name: "failures naming no event of the batch are passed through", policy: policy, events: batch("a"),
 			steps:     []func([]*pipe.Event) (pipe.Result, error){items(errServer, "zz")},
 			wantCalls: [][]string{{"a"}},
@@ -319,7 +387,8 @@ func TestWrapRetriesWhatCanSucceed(t *testing.T) {
 					continue
 				}
 				_, n := pipe.IsExhausted(f.Err)
-				got[f.ID] = want{exhausted: n, permanent: pipe.IsPermanent(f.Err), throttled: pipe.IsThrottled(f.Err)}
+				got[f.ID] = want{exhausted: n, permanent: pipe.IsPermanent(f.Err), throttled: pipe.IsThrottled(f.Err),
+					blocked: errors.Is(f.Err, ErrEarlierInGroupFailed)}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(orEmpty(tt.wantFails)) {
 				t.Errorf("failures = %v, want %v", got, tt.wantFails)
@@ -355,13 +424,16 @@ func TestExhaustedWholeBatchKeepsTheCauseReadable(t *testing.T) {
 }
 
 func TestTheRealSleepStopsWithTheContext(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
-		t.Errorf("sleep = %v, want context.Canceled", err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	w := Wrap(&script{steps: []func([]*pipe.Event) (pipe.Result, error){whole(errServer)}},
+		Policy{MaxAttempts: 3, MinDelay: time.Hour, MaxDelay: time.Hour}, Options{})
+	start := time.Now()
+	if _, err := w.Deliver(ctx, batch("a")); !errors.Is(err, errServer) {
+		t.Errorf("Deliver = %v, want the first whole-batch error", err)
 	}
-	if err := sleep(context.Background(), 0); err != nil {
-		t.Errorf("sleep(0) = %v", err)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Deliver waited %v after its context ended", took)
 	}
 }
 

@@ -6,6 +6,7 @@ package awsclient
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -16,11 +17,21 @@ import (
 // Load returns a copy of cfg, or, when cfg is nil, the default AWS
 // configuration (config.LoadDefaultConfig: env, profile, IMDS, IRSA). It
 // does no network I/O; its error is the SDK's, for the caller to wrap.
+//
+// When the default configuration finds no credentials but the EC2
+// instance role, calls that cannot get that role's credentials fail with
+// a pipe.Permanent *CredentialsError saying what to set, instead of the
+// SDK's "failed to refresh cached credentials, no EC2 IMDS role found".
 func Load(ctx context.Context, cfg *aws.Config) (aws.Config, error) {
 	if cfg != nil {
 		return cfg.Copy(), nil
 	}
-	return awsconfig.LoadDefaultConfig(ctx)
+	c, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return c, err
+	}
+	explainMissingCredentials(&c)
+	return c, nil
 }
 
 // Region returns the region to build a client with: override when set,
@@ -44,11 +55,15 @@ type Overrides struct {
 	Endpoint string
 	// OnCall, when set, is called once per HTTP attempt (see OnCall).
 	OnCall func(operation string)
+	// Logger, when set, receives the SDK's own log lines (see Logger)
+	// instead of the config's logger (by default, plain text on stderr).
+	Logger *slog.Logger
 }
 
 // Apply sets the overrides on the fields every service's Options has:
-// Region, BaseEndpoint and APIOptions. Call it from the options function
-// given to the service's NewFromConfig.
+// Region, BaseEndpoint and APIOptions (OnCall, and Logger as the logger of
+// every operation). Call it from the options function given to the
+// service's NewFromConfig.
 func (ov Overrides) Apply(region *string, baseEndpoint **string, apiOptions *[]func(*middleware.Stack) error) {
 	if ov.Region != "" {
 		*region = ov.Region
@@ -58,6 +73,9 @@ func (ov Overrides) Apply(region *string, baseEndpoint **string, apiOptions *[]f
 	}
 	if ov.OnCall != nil {
 		*apiOptions = append(*apiOptions, OnCall(ov.OnCall))
+	}
+	if ov.Logger != nil {
+		*apiOptions = append(*apiOptions, setLogger(Logger(ov.Logger)))
 	}
 }
 

@@ -24,6 +24,9 @@ type Classifier struct {
 	// Throttled, when set, reports other errors that mean slowing down
 	// (typed errors of the service's SDK).
 	Throttled func(error) bool
+	// Permanent, when set, reports other errors retrying cannot help
+	// (typed errors of the service's SDK).
+	Permanent func(error) bool
 	// PermanentCodes are the API error codes retrying cannot help.
 	PermanentCodes map[string]bool
 	// RetryableCodes are API error codes that are retryable whatever their
@@ -44,9 +47,10 @@ func Codes(codes ...string) map[string]bool {
 }
 
 // Classify marks err: pipe.Throttled when the service asked to slow down;
-// pipe.Permanent when retrying cannot help (a permanent code, any other
-// 4xx except 408, 429 and RetryableStatus, a request the SDK refused to
-// send); otherwise err as it is. nil stays nil.
+// pipe.Permanent when retrying cannot help (missing credentials, Permanent
+// reports it, a permanent code, any other 4xx except 408, 429, RetryableCodes and
+// RetryableStatus, a request the SDK refused to send); otherwise err as it
+// is. nil stays nil.
 func (c Classifier) Classify(err error) error {
 	if err == nil {
 		return nil
@@ -76,6 +80,13 @@ func (c Classifier) isThrottle(err error) bool {
 }
 
 func (c Classifier) isPermanent(err error) bool {
+	if c.Permanent != nil && c.Permanent(err) {
+		return true
+	}
+	var creds *CredentialsError
+	if errors.As(err, &creds) {
+		return true
+	}
 	var invalid *smithy.InvalidParamsError
 	if errors.As(err, &invalid) {
 		return true

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/sync/errgroup"
 
+	expbackoff "github.com/pipesproject/pipes/internal/backoff"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -266,21 +266,11 @@ func index(id string) int {
 // backoff is the wait before retry attempt n (n >= 1): exponential from
 // base, capped at settleBackoffMax, the upper half jittered.
 func backoff(base time.Duration, n int) time.Duration {
-	d := min(base<<(n-1), settleBackoffMax)
-	return d/2 + rand.N(d/2+1)
+	return expbackoff.Exponential{Base: base, Max: settleBackoffMax, Jitter: expbackoff.Equal}.Delay(n)
 }
 
 // sleep waits d or until ctx is done, then returns ctx's error.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleep(ctx context.Context, d time.Duration) error { return expbackoff.Sleep(ctx, d) }
 
 // ceilSeconds rounds d up to whole seconds.
 func ceilSeconds(d time.Duration) int64 {

@@ -135,7 +135,7 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if !ok {
 		return nil, errors.New("configuring the EventBridge target: no AWS region: set the target's region, AWS_REGION or a profile's region")
 	}
-	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall}
+	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
 	t.api = eventbridge.NewFromConfig(awsCfg, func(o *eventbridge.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return t, nil
 }

@@ -1,7 +1,6 @@
 package sqstarget
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,22 +46,9 @@ func entryError(f types.BatchResultErrorEntry, queue string) error {
 // classifier marks a failed call's error: Throttled when SQS asked to slow
 // down; Permanent when retrying cannot help (access denied, no such queue,
 // invalid parameters, any other 4xx except 408 and 429, a request the SDK
-// refused to send); otherwise it is returned as it is.
-var classifier = awsclient.Classifier{
-	Throttled: func(err error) bool {
-		var rt *types.RequestThrottled
-		var kt *types.KmsThrottled
-		return errors.As(err, &rt) || errors.As(err, &kt)
-	},
-	PermanentCodes: awsclient.Codes("AccessDenied", "AccessDeniedException",
-		"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue",
-		"InvalidAddress", "InvalidClientTokenId", "UnrecognizedClientException",
-		"SignatureDoesNotMatch", "InvalidSecurity",
-		"InvalidParameterValue", "InvalidAttributeName", "InvalidAttributeValue", "MissingParameter",
-		"InvalidMessageContents", "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation",
-		"KmsAccessDenied", "KmsDisabled", "KmsNotFound", "KmsInvalidState",
-		"KmsInvalidKeyUsage", "KmsOptInRequired"),
-}
+// refused to send); otherwise it is returned as it is. It is the one SQS
+// classifier, shared with the SQS source.
+var classifier = awsclient.SQS
 
 // entrySpecificCodes are the codes of a refused call that may be the fault
 // of one of its entries rather than of the queue or the caller's rights.

@@ -141,7 +141,7 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if !ok {
 		return nil, fmt.Errorf("configuring the SQS target %s: no AWS region: set the target's region, AWS_REGION or a profile's region", cfg.QueueURL)
 	}
-	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall}
+	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
 	t.api = sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return t, nil
 }
