@@ -93,6 +93,8 @@ func TestBackoffDelay(t *testing.T) {
 		{"capped at max", Backoff{Base: 10 * time.Second, Factor: 2, Max: time.Minute}, 10, time.Minute},
 		{"capped under SQS's 12 hours", Backoff{Base: time.Hour, Factor: 10, Max: 48 * time.Hour}, 5, 12*time.Hour - time.Minute},
 		{"zero base releases at once", Backoff{Factor: 2, Max: time.Minute}, 4, 0},
+		{"a max of zero grows up to SQS's cap (defect 11)", Backoff{Base: time.Second, Factor: 2}, 4, 8 * time.Second},
+		{"a max of zero stops under 12 h", Backoff{Base: time.Hour, Factor: 10}, 5, 12*time.Hour - time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

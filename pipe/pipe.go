@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/sourcegraph/conc"
+
+	"github.com/pipesproject/pipes/internal/backoff"
 )
 
 // Limits fixed by Pipes and SQS.
@@ -57,20 +58,17 @@ type Backoff struct {
 }
 
 // Delay is the visibility to give an item received receiveCount times.
+// Max 0 means only SQS's cap (12 h less a minute).
 func (b Backoff) Delay(receiveCount int) time.Duration {
 	limit := b.Max
 	if limit <= 0 || limit > MaxVisibility-time.Minute {
-		limit = MaxVisibility - time.Minute // Max 0: only SQS's cap
+		limit = MaxVisibility - time.Minute
 	}
-	d := float64(b.Base)
-	for i := 1; i < receiveCount && d < float64(limit); i++ {
-		d *= max(b.Factor, 1)
+	e := backoff.Exponential{Base: b.Base, Max: limit, Factor: max(b.Factor, 1)}
+	if b.Jitter {
+		e.Jitter = backoff.Full
 	}
-	d = min(d, float64(limit))
-	if b.Jitter && d > 0 {
-		d = rand.Float64() * d
-	}
-	return time.Duration(d).Round(time.Second)
+	return e.Delay(receiveCount).Round(time.Second)
 }
 
 // Options configure a Pipe. Source and Target are required.
@@ -604,8 +602,7 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 		}
 		p.errCount++
 		p.lastErr = err
-		d := min(time.Duration(1<<min(p.errCount, 8))*100*time.Millisecond, 20*time.Second)
-		d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+		d := backoff.Exponential{Base: 200 * time.Millisecond, Max: 20 * time.Second, Jitter: backoff.Equal}.Delay(p.errCount)
 		p.errUntil = now.Add(d)
 		p.mu.Unlock()
 		p.log.Error("receiving from the source failed", "error", err, "retry_in", d.String())

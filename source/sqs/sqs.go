@@ -124,7 +124,7 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 	if !ok {
 		return nil, fmt.Errorf("configuring SQS source %s: no AWS region: set the source's region, AWS_REGION or a profile's region", cfg.queueName())
 	}
-	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall}
+	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
 	client := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return newSource(cfg, client, client.Options().Region), nil
 }
