@@ -55,6 +55,11 @@ type settler struct {
 	closed  bool      // workers exit once the queue is empty
 	hard    time.Time // once closing: no call outlives it
 
+	// calls is the parent of every call's context: cancelled at the hard
+	// deadline, so calls under way then end too.
+	calls       context.Context
+	cancelCalls context.CancelFunc
+
 	kick    chan struct{}
 	stop    chan struct{}
 	workers conc.WaitGroup
@@ -90,6 +95,7 @@ func newSettler(p *Pipe, workers int) *settler {
 		stop:    make(chan struct{}),
 	}
 	s.cond = sync.NewCond(&s.mu)
+	s.calls, s.cancelCalls = context.WithCancel(context.Background())
 	if e, ok := p.opt.Source.(Extender); ok {
 		s.ext = e
 	}
@@ -371,7 +377,7 @@ func (s *settler) callCtx() (context.Context, context.CancelFunc) {
 	if !hard.IsZero() && hard.Before(deadline) {
 		deadline = hard
 	}
-	return context.WithDeadline(context.Background(), deadline)
+	return context.WithDeadline(s.calls, deadline)
 }
 
 func messagesOf(ds []*Delivery) []*Message {
@@ -547,6 +553,9 @@ func (s *settler) close(hard time.Time) int {
 	s.mu.Lock()
 	s.closing = true
 	s.hard = hard
+	stopCalls := time.AfterFunc(time.Until(hard), s.cancelCalls)
+	defer stopCalls.Stop()
+	defer s.cancelCalls()
 	for d := range s.open {
 		if d.final == verbNone {
 			left = append(left, settle{d: d, v: verbNak})

@@ -385,3 +385,35 @@ func TestNewRejectsBadConfigs(t *testing.T) {
 		})
 	}
 }
+
+// A queue whose own visibility timeout is 0 hands a message out again at
+// once; the source receives with SQS's default (30 s) instead, and says so,
+// so the heartbeat extends what it asked for (defect 7). Relies on the
+// server applying a receive's VisibilityTimeout (local-aws-sqs does).
+func TestAQueueWithVisibilityZeroIsReceivedWithThirtySeconds(t *testing.T) {
+	t.Parallel()
+	c := sqstest.Client(t)
+	url, _ := sqstest.CreateQueue(t, c, sqstest.QueueOptions{})
+	if _, err := c.SetQueueAttributes(t.Context(), &sqs.SetQueueAttributesInput{
+		QueueUrl:   aws.String(url),
+		Attributes: map[string]string{string(types.QueueAttributeNameVisibilityTimeout): "0"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	src, info := openSource(t, Config{QueueURL: url, WaitTime: time.Second})
+	if info.VisibilityTimeout != DefaultVisibilityTimeout {
+		t.Fatalf("visibility timeout %v, want %v for a queue whose own is 0", info.VisibilityTimeout, DefaultVisibilityTimeout)
+	}
+	sqstest.SendBodies(t, c, url, "one")
+	got := receiveN(t, src, 1)
+	again, err := src.Receive(t.Context(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != 0 {
+		t.Fatalf("the message was handed out again while in flight: %v", again[0].Body)
+	}
+	if err := src.Ack(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+}
