@@ -360,3 +360,38 @@ func TestHTTPEnrichmentOneByOneFailsWholeWhenCancelled(t *testing.T) {
 		t.Errorf("error = %v, want the batch failed whole by the cancellation", err)
 	}
 }
+
+// TestHTTPEnrichmentUsesTheSharedClientCore checks what the enrichment
+// gets from the client core it shares with the http target.
+func TestHTTPEnrichmentUsesTheSharedClientCore(t *testing.T) {
+	var host, ctype string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, ctype = r.Host, r.Header.Get("Content-Type")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	tests := []struct {
+		name               string
+		headers            map[string]string
+		wantHost, wantType string
+	}{
+		{"a Host header sets the request's host", map[string]string{"Host": "api.internal"}, "api.internal", "application/json"},
+		{"a Content-Type header overrides the default", map[string]string{"Content-Type": "application/cloudevents+json"},
+			strings.TrimPrefix(srv.URL, "http://"), "application/cloudevents+json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := enrich.NewHTTP(enrich.HTTPConfig{URL: srv.URL, Batch: true, Headers: tt.headers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = h.Enrich(context.Background(), batchOf("a"))
+			if k := errKind(err); k != "throttled" {
+				t.Errorf("a 429 is %s (%v), want throttled", k, err)
+			}
+			if host != tt.wantHost || ctype != tt.wantType {
+				t.Errorf("server saw host %q, Content-Type %q; want %q, %q", host, ctype, tt.wantHost, tt.wantType)
+			}
+		})
+	}
+}

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/pipesproject/pipes/internal/httpclass"
+	"github.com/pipesproject/pipes/internal/httpcore"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -158,7 +158,7 @@ func (d *dynamic) render(base string, ev *pipe.Event) (string, [][2]string, erro
 		if err != nil {
 			return "", nil, fmt.Errorf("rendering header %q: %w", h.name, err)
 		}
-		if !httpclass.ValidHeaderValue(string(v)) {
+		if !httpcore.ValidHeaderValue(string(v)) {
 			return "", nil, pipe.Permanent(fmt.Errorf("header %q renders to a value with control characters", h.name))
 		}
 		headers = append(headers, [2]string{h.name, string(v)})

@@ -3,51 +3,31 @@
 // may name failed items with a Lambda-style batchItemFailures list) or as one
 // request per event.
 //
-// Status codes are classified once, here: 2xx succeeds; 429 is throttling
+// Status codes are classified by the client core this target shares with
+// the http enrichment (internal/httpcore): 2xx succeeds; 429 is throttling
 // (pipe.Throttled); 408, 5xx, timeouts and connection errors are retryable;
 // other 4xx and 3xx (redirects are not followed) are client errors that
 // retrying will not fix (pipe.Permanent).
 package httptarget
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/pipesproject/pipes/internal/batching"
-	"github.com/pipesproject/pipes/internal/httpclass"
+	"github.com/pipesproject/pipes/internal/httpcore"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
 
-const (
-	defaultMethod      = http.MethodPost
-	defaultTimeout     = 30 * time.Second
-	defaultMaxParallel = 16
-
-	// maxAnswer is the largest batch answer read (the Pipes payload limit).
-	maxAnswer = 6 << 20
-	// maxSnippet bounds the part of an answer quoted in an error.
-	maxSnippet = 256
-	// snippetRead is how much of a failed answer is read to build a snippet;
-	// more is read (and dropped) so that the connection can be reused.
-	snippetRead = 4 << 10
-	// maxDrain is how much of an unread answer is drained before closing.
-	maxDrain = 64 << 10
-	// minSecretLen is the shortest header value scrubbed from snippets:
-	// shorter values would blank out ordinary text and are no secrets.
-	minSecretLen = 4
-)
+const defaultMaxParallel = 16
 
 // Config configures an http target. The zero values of optional fields take
 // the defaults documented on each field.
@@ -94,18 +74,10 @@ type Config struct {
 // use: a pipe calls Deliver from many batches at once, and they share one
 // connection pool.
 type Target struct {
-	url         string
-	display     string // the URL without credentials or query, for errors
-	method      string
+	core        *httpcore.Client
 	batch       bool
-	header      http.Header
-	host        string // a Host header override, "" for none
-	secrets     [][]byte
-	timeout     time.Duration
 	maxParallel int
 	dyn         dynamic
-	client      *http.Client
-	transport   *http.Transport // owned by the target; nil with Config.Client
 }
 
 var _ pipe.Target = (*Target)(nil)
@@ -116,44 +88,48 @@ var _ pipe.Target = (*Target)(nil)
 func New(cfg Config) (*Target, error) {
 	var problems []error
 	dyn := dynamic{vars: cfg.Vars}
-	rawURL := cfg.URL
+	coreURL := cfg.URL
 	if HasPlaceholder(cfg.URL) {
 		parts, err := parseURL(cfg.URL)
 		if err != nil {
 			return nil, fmt.Errorf("configuring http target: %w", err)
 		}
 		dyn.url = parts
-		rawURL = strings.NewReplacer("<", "", ">", "").Replace(cfg.URL) // for display and checks only
+		coreURL = strings.NewReplacer("<", "", ">", "").Replace(cfg.URL) // for display and checks only
 	}
 	query, err := parseNamed(cfg.Query, "query parameter")
 	if err != nil {
 		return nil, fmt.Errorf("configuring http target: %w", err)
 	}
 	dyn.query = query
-	u, err := url.Parse(rawURL)
-	switch {
-	case cfg.URL == "":
-		problems = append(problems, errors.New("url is required"))
-	case err != nil:
-		problems = append(problems, errors.New("url is not a valid URL"))
-	case u.Scheme != "http" && u.Scheme != "https":
-		problems = append(problems, fmt.Errorf("url scheme %q is not http or https", u.Scheme))
-	case u.Host == "":
-		problems = append(problems, errors.New("url has no host"))
+	static := make(map[string]string, len(cfg.Headers))
+	for name, value := range cfg.Headers {
+		if !HasPlaceholder(value) {
+			static[name] = value
+			continue
+		}
+		if !httpcore.IsToken(name) {
+			problems = append(problems, fmt.Errorf("header name %q is not valid", name))
+			continue
+		}
+		tmpl, err := template.Parse(value)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("header %q: %w", name, err))
+			continue
+		}
+		dyn.header = append(dyn.header, namedTemplate{name: name, tmpl: tmpl})
 	}
-	method := strings.ToUpper(cfg.Method)
-	if method == "" {
-		method = defaultMethod
-	}
-	if !httpclass.IsToken(method) {
-		problems = append(problems, fmt.Errorf("method %q is not a valid HTTP method", cfg.Method))
-	}
-	timeout := cfg.Timeout
-	if timeout == 0 {
-		timeout = defaultTimeout
-	}
-	if timeout < 0 {
-		problems = append(problems, fmt.Errorf("timeout %s is negative", cfg.Timeout))
+	core, err := httpcore.New(httpcore.Config{
+		URL:                coreURL,
+		Method:             cfg.Method,
+		UserAgent:          "pipes",
+		Headers:            static,
+		Timeout:            cfg.Timeout,
+		InsecureSkipVerify: cfg.InsecureSkipVerify,
+		Client:             cfg.Client,
+	})
+	if err != nil {
+		problems = append(problems, err)
 	}
 	maxParallel := cfg.MaxParallel
 	if maxParallel == 0 {
@@ -162,99 +138,24 @@ func New(cfg Config) (*Target, error) {
 	if maxParallel < 0 {
 		problems = append(problems, fmt.Errorf("max parallel %d is negative", cfg.MaxParallel))
 	}
-
-	header := http.Header{}
-	header.Set("User-Agent", "pipes")
-	if cfg.Batch {
-		header.Set("Content-Type", "application/json")
-	}
-	var host string
-	var secrets [][]byte
-	for name, value := range cfg.Headers {
-		if !httpclass.IsToken(name) {
-			problems = append(problems, fmt.Errorf("header name %q is not valid", name))
-			continue
-		}
-		if HasPlaceholder(value) {
-			tmpl, err := template.Parse(value)
-			if err != nil {
-				problems = append(problems, fmt.Errorf("header %q: %w", name, err))
-				continue
-			}
-			dyn.header = append(dyn.header, namedTemplate{name: name, tmpl: tmpl})
-			continue
-		}
-		if !httpclass.ValidHeaderValue(value) {
-			// Never quote the value: it may be a secret.
-			problems = append(problems, fmt.Errorf("header %q has a value with control characters", name))
-			continue
-		}
-		if http.CanonicalHeaderKey(name) == "Host" {
-			host = value
-		} else {
-			header.Set(name, value)
-		}
-		if len(value) >= minSecretLen {
-			secrets = append(secrets, []byte(value))
-		}
-	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("configuring http target: %w", errors.Join(problems...))
 	}
 
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	display := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
-	t := &Target{
-		url:         u.String(),
-		display:     display,
-		method:      method,
-		batch:       cfg.Batch,
-		header:      header,
-		host:        host,
-		secrets:     secrets,
-		timeout:     timeout,
-		maxParallel: maxParallel,
-		dyn:         dyn,
-		client:      cfg.Client,
-	}
-	if t.client == nil {
-		t.transport = newTransport(cfg.InsecureSkipVerify)
-		t.client = &http.Client{
-			Transport: t.transport,
-			// A redirect would turn a POST into a GET and may carry the
-			// secret headers to another host: answer 3xx to the pipe instead.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	if cfg.InsecureSkipVerify && cfg.Client == nil {
+		logger := cfg.Logger
+		if logger == nil {
+			logger = slog.New(slog.DiscardHandler)
 		}
-		if cfg.InsecureSkipVerify {
-			logger.Warn("http target accepts any TLS certificate (insecure_skip_verify); use it for testing only", "url", display)
-		}
+		logger.Warn("http target accepts any TLS certificate (insecure_skip_verify); use it for testing only", "url", core.Display())
 	}
-	return t, nil
-}
-
-// newTransport returns a transport sized for a pipe with up to 1000 batches
-// in flight to one host.
-func newTransport(insecure bool) *http.Transport {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = 1000
-	tr.MaxIdleConnsPerHost = 1000
-	tr.IdleConnTimeout = 90 * time.Second
-	tr.TLSClientConfig = &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		InsecureSkipVerify: insecure, //nolint:gosec // opt-in, warned about in New
-	}
-	return tr
+	return &Target{core: core, batch: cfg.Batch, maxParallel: maxParallel, dyn: dyn}, nil
 }
 
 // Close releases the target's idle connections. It does not wait for
 // deliveries in flight; call it once the pipe has stopped.
 func (t *Target) Close(ctx context.Context) error {
-	if t.transport != nil {
-		t.transport.CloseIdleConnections()
-	}
+	t.core.Close()
 	return nil
 }
 
@@ -281,32 +182,30 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 }
 
 func (t *Target) deliverBatch(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
-	body := batching.JSONArray(events)
-
-	var result pipe.Result
-	err := t.send(ctx, events[0], body, true, func(status int, answer io.Reader) error {
-		data, err := io.ReadAll(io.LimitReader(answer, maxAnswer+1))
-		if err != nil {
-			return fmt.Errorf("reading the %d answer: %w", status, err)
-		}
-		if len(data) > maxAnswer {
-			return fmt.Errorf("answered %d: %w: larger than %d bytes", status, pipe.ErrMalformedAnswer, maxAnswer)
-		}
-		r, err := pipe.ParseBatchResponse(data, inBatch(events))
-		if err != nil {
-			// Quote the parser's reason, scrubbed: it may echo an identifier.
-			reason := strings.TrimPrefix(err.Error(), pipe.ErrMalformedAnswer.Error())
-			reason = strings.TrimPrefix(reason, ": ")
-			return fmt.Errorf("answered %d: %w: %s; answer: %q", status, pipe.ErrMalformedAnswer,
-				httpclass.Scrub([]byte(reason), t.secrets), t.snippetOf(data))
-		}
-		result = r
-		return nil
-	})
+	result, err := t.sendBatch(ctx, events)
 	if err != nil {
-		return pipe.Result{}, fmt.Errorf("delivering %d events to %s %s: %w", len(events), t.method, t.display, err)
+		return pipe.Result{}, fmt.Errorf("delivering %d events to %s %s: %w", len(events), t.core.Method(), t.core.Display(), err)
 	}
 	return result, nil
+}
+
+func (t *Target) sendBatch(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
+	status, answer, err := t.send(ctx, events[0], batching.JSONArray(events), true, true)
+	switch {
+	case errors.Is(err, httpcore.ErrAnswerTooLarge):
+		return pipe.Result{}, fmt.Errorf("answered %d: %w: larger than %d bytes", status, pipe.ErrMalformedAnswer, httpcore.MaxAnswer)
+	case err != nil:
+		return pipe.Result{}, err
+	}
+	r, err := pipe.ParseBatchResponse(answer, inBatch(events))
+	if err != nil {
+		// Quote the parser's reason, scrubbed: it may echo an identifier.
+		reason := strings.TrimPrefix(err.Error(), pipe.ErrMalformedAnswer.Error())
+		reason = strings.TrimPrefix(reason, ": ")
+		return pipe.Result{}, fmt.Errorf("answered %d: %w: %s; answer: %q", status, pipe.ErrMalformedAnswer,
+			t.core.Scrub(reason), t.core.Snippet(answer))
+	}
+	return r, nil
 }
 
 func (t *Target) deliverEach(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
@@ -347,96 +246,26 @@ func (t *Target) deliverEach(ctx context.Context, events []*pipe.Event) (pipe.Re
 
 // sendOne sends one event as its own request; nil means a 2xx answer.
 func (t *Target) sendOne(ctx context.Context, ev *pipe.Event) error {
-	err := t.send(ctx, ev, ev.Payload, json.Valid(ev.Payload), nil)
-	if err != nil {
-		return fmt.Errorf("delivering event %s to %s %s: %w", ev.ID(), t.method, t.display, err)
+	if _, _, err := t.send(ctx, ev, ev.Payload, json.Valid(ev.Payload), false); err != nil {
+		return fmt.Errorf("delivering event %s to %s %s: %w", ev.ID(), t.core.Method(), t.core.Display(), err)
 	}
 	return nil
 }
 
 // send makes one request for ev (the record dynamic parameters come from)
-// and classifies its outcome. onSuccess, when not nil, reads a 2xx answer;
-// its error is returned as is.
-func (t *Target) send(ctx context.Context, ev *pipe.Event, body []byte, isJSON bool, onSuccess func(status int, answer io.Reader) error) error {
-	reqCtx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
-	target := t.url
-	var extra [][2]string
+// and classifies its outcome (httpcore.Client.Do).
+func (t *Target) send(ctx context.Context, ev *pipe.Event, body []byte, isJSON, readAnswer bool) (int, []byte, error) {
+	req := httpcore.Request{Body: body, ContentType: httpcore.ContentText, ReadAnswer: readAnswer}
+	if isJSON {
+		req.ContentType = httpcore.ContentJSON
+	}
 	if !t.dyn.empty() {
 		var err error
-		if target, extra, err = t.dyn.render(t.url, ev); err != nil {
-			return pipe.Permanent(err)
+		if req.URL, req.Header, err = t.dyn.render(t.core.URL(), ev); err != nil {
+			return 0, nil, pipe.Permanent(err)
 		}
 	}
-	req, err := http.NewRequestWithContext(reqCtx, t.method, target, bytes.NewReader(body))
-	if err != nil {
-		return pipe.Permanent(fmt.Errorf("building the request: %w", err))
-	}
-	req.Header = t.header.Clone()
-	for _, h := range extra {
-		req.Header.Set(h[0], h[1])
-	}
-	if !t.batch && req.Header.Get("Content-Type") == "" {
-		if isJSON {
-			req.Header.Set("Content-Type", "application/json")
-		} else {
-			req.Header.Set("Content-Type", "text/plain; charset=utf-8")
-		}
-	}
-	if t.host != "" {
-		req.Host = t.host
-	}
-
-	resp, err := t.client.Do(req)
-	if err != nil {
-		// url.Error repeats the method and the full URL (query included):
-		// keep only its cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		switch {
-		case ctx.Err() != nil:
-			return fmt.Errorf("cancelled: %w", err)
-		case reqCtx.Err() != nil:
-			return fmt.Errorf("no answer within %s: %w", t.timeout, err)
-		default:
-			return fmt.Errorf("sending the request: %w", err)
-		}
-	}
-	defer func() {
-		_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
-		_ = resp.Body.Close()
-	}()
-
-	status := resp.StatusCode
-	if status >= 200 && status <= 299 {
-		if onSuccess == nil {
-			return nil
-		}
-		return onSuccess(status, resp.Body)
-	}
-
-	return httpclass.Failure(status, t.snippet(resp.Body))
-}
-
-// snippet reads the start of a failed answer and returns it scrubbed of
-// header values, on one line, at most maxSnippet bytes.
-func (t *Target) snippet(r io.Reader) string {
-	buf := make([]byte, snippetRead+1)
-	n, _ := io.ReadFull(r, buf)
-	return t.snippetOf(buf[:n])
-}
-
-// snippetOf returns the start of answer scrubbed of header values, on one
-// line, at most maxSnippet bytes.
-func (t *Target) snippetOf(answer []byte) string {
-	if len(answer) > snippetRead {
-		// Drop a tail that could hold the start of a secret cut by the
-		// limit, before scrubbing.
-		answer = answer[:max(0, snippetRead-httpclass.LongestSecret(t.secrets))]
-	}
-	return httpclass.Truncate(httpclass.Scrub(answer, t.secrets), maxSnippet)
+	return t.core.Do(ctx, req)
 }
 
 // inBatch returns whether an id names an event of the batch.

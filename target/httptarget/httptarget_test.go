@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -552,5 +553,58 @@ func TestOneRequestPerEventKeepsAtMostMaxParallelInFlight(t *testing.T) {
 	}
 	if m := most.Load(); m > 3 {
 		t.Errorf("%d requests were in flight at once, want at most 3", m)
+	}
+}
+
+// sharedHeaders is a real transport that counts the distinct header maps
+// of the requests it sends.
+type sharedHeaders struct {
+	mu   sync.Mutex
+	seen []http.Header // kept alive, so that no two maps share an address
+}
+
+func (s *sharedHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.seen = append(s.seen, req.Header)
+	s.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func (s *sharedHeaders) distinct() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	maps := map[uintptr]bool{}
+	for _, h := range s.seen {
+		maps[reflect.ValueOf(h).Pointer()] = true
+	}
+	return len(maps)
+}
+
+func TestRequestsShareTheHeaderMapUnlessAHeaderIsRendered(t *testing.T) {
+	srv, _ := recording(t, func([]byte) int { return http.StatusOK })
+	tests := []struct {
+		name     string
+		batch    bool
+		headers  map[string]string
+		wantMaps int
+	}{
+		{"batches with fixed headers share one map", true, map[string]string{"Authorization": "Bearer t0ken"}, 1},
+		{"single events with fixed headers share one map", false, map[string]string{"Authorization": "Bearer t0ken"}, 1},
+		{"a rendered header gives each request its own map", false, map[string]string{"X-Id": "<$.messageId>"}, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &sharedHeaders{}
+			tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: tt.batch, Headers: tt.headers, MaxParallel: 1,
+				Client: &http.Client{Transport: tr}})
+			for range 2 {
+				if r, err := tg.Deliver(context.Background(), events("a", "b")); err != nil || len(r.Failures) > 0 {
+					t.Fatalf("Deliver = %v, %v", r, err)
+				}
+			}
+			if got := tr.distinct(); got != tt.wantMaps {
+				t.Errorf("requests used %d header maps, want %d", got, tt.wantMaps)
+			}
+		})
 	}
 }

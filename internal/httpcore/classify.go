@@ -1,8 +1,10 @@
-// Package httpclass holds what pipes' HTTP enrichment and HTTP target
-// share: classifying a non-2xx answer into pipe.Permanent, pipe.Throttled
-// or retryable, quoting the start of a failed answer with header values
-// redacted, and checking header names and values.
-package httpclass
+// Package httpcore is the HTTP client core that pipes' http enrichment and
+// http target share: checking the configuration (URL, method, headers),
+// building and sending a request, reading the answer with a size cap,
+// classifying a non-2xx answer into pipe.Permanent, pipe.Throttled or
+// retryable, and keeping secrets (header values, URL credentials) out of
+// every error text.
+package httpcore
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package httpclass
+package httpcore
 
 import (
 	"strings"
