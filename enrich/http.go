@@ -24,7 +24,10 @@ type HTTPConfig struct {
 	// event's payload (then a non-JSON answer is the new payload as is).
 	Batch bool
 	// Headers are added to every request. Values are secrets: they never
-	// appear in logs or errors, and are scrubbed from answer snippets.
+	// appear in logs or errors, and neither does the part after a scheme
+	// (`Bearer `, `Basic `, `Token `…) nor the URL's userinfo and query
+	// values: an answer echoing one is quoted with "[redacted]" in its
+	// place.
 	Headers map[string]string
 	// Timeout bounds each request, answer included; default 30s.
 	Timeout time.Duration
@@ -119,8 +122,20 @@ func (h *HTTP) Close(context.Context) error {
 
 // Enrich sends the events and returns what the target gets. With Batch, a
 // failed request or a malformed answer fails the whole batch (the error);
-// without, one event's failure fails its message alone (the Result).
+// without, one event's failure fails its message alone (the Result). No
+// error it returns, in the Result or not, holds a header value, the
+// credentials in one, or the URL's userinfo or query values, even when the
+// endpoint echoes them: they read "[redacted]".
 func (h *HTTP) Enrich(ctx context.Context, events []*pipe.Event) ([]*pipe.Event, pipe.Result, error) {
+	out, res, err := h.enrich(ctx, events)
+	secrets := h.core.Secrets()
+	for i := range res.Failures {
+		res.Failures[i].Err = secrets.Error(res.Failures[i].Err)
+	}
+	return out, res, secrets.Error(err)
+}
+
+func (h *HTTP) enrich(ctx context.Context, events []*pipe.Event) ([]*pipe.Event, pipe.Result, error) {
 	sent, bodies, res := payloads(events, h.tmpl, h.vars)
 	if len(sent) == 0 {
 		return nil, res, nil

@@ -2,6 +2,7 @@ package httpcore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +62,11 @@ type Config struct {
 	// request's host. Every value is a secret: it never appears in an
 	// error, and is scrubbed from the answers errors quote.
 	Headers map[string]string
+	// Secrets are more values to keep out of error texts (query
+	// parameters, say). The userinfo and query values of SecretURL (default
+	// URL) are secrets without being listed.
+	Secrets   []string
+	SecretURL string
 	// Timeout bounds each request, answer included; default 30s.
 	Timeout time.Duration
 	// InsecureSkipVerify accepts any TLS certificate (testing only: the
@@ -84,7 +91,7 @@ type Client struct {
 	// ContentText, when header has no Content-Type of its own.
 	typed      map[string]http.Header
 	host       string // a Host header override, "" for none
-	secrets    [][]byte
+	secrets    *Secrets
 	timeout    time.Duration
 	client     *http.Client
 	transport  *http.Transport // ours to close; nil with Config.Client
@@ -126,7 +133,7 @@ func New(cfg Config) (*Client, error) {
 		header.Set("User-Agent", cfg.UserAgent)
 	}
 	var host string
-	var secrets [][]byte
+	secrets := slices.Clone(cfg.Secrets)
 	for name, value := range cfg.Headers {
 		if !IsToken(name) {
 			problems = append(problems, fmt.Errorf("header name %q is not valid", name))
@@ -142,9 +149,7 @@ func New(cfg Config) (*Client, error) {
 		} else {
 			header.Set(name, value)
 		}
-		if len(value) >= minSecretLen {
-			secrets = append(secrets, []byte(value))
-		}
+		secrets = append(secrets, value)
 	}
 	if len(problems) > 0 {
 		return nil, errors.Join(problems...)
@@ -155,7 +160,7 @@ func New(cfg Config) (*Client, error) {
 		method:  method,
 		header:  header,
 		host:    host,
-		secrets: secrets,
+		secrets: NewSecrets(secrets, cmp.Or(cfg.SecretURL, cfg.URL)),
 		timeout: timeout,
 		client:  cfg.Client,
 	}
@@ -243,9 +248,15 @@ type Request struct {
 //   - No answer (connection refused, reset, timeout, TLS failure): plain,
 //     retryable, wrapping the cause but never the URL.
 //
-// Error texts quote the start of a failed answer with secrets scrubbed, and
-// never hold a header value.
+// Error texts quote the start of a failed answer (at most 256 bytes, on
+// one line) and never hold a secret (see Secrets): each is replaced by
+// Redacted, wherever it stands.
 func (c *Client) Do(ctx context.Context, req Request) (int, []byte, error) {
+	status, answer, err := c.do(ctx, req)
+	return status, answer, c.secrets.Error(err)
+}
+
+func (c *Client) do(ctx context.Context, req Request) (int, []byte, error) {
 	reqCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	target := req.URL
@@ -336,10 +347,16 @@ func (c *Client) headerFor(req Request) http.Header {
 // cut by the limit is quoted.
 func (c *Client) Snippet(answer []byte) string {
 	if len(answer) > snippetRead {
-		answer = answer[:max(0, snippetRead-LongestSecret(c.secrets))]
+		answer = answer[:max(0, snippetRead-c.secrets.longest())]
 	}
-	return Truncate(Scrub(answer, c.secrets), maxSnippet)
+	return Truncate(c.secrets.Scrub(answer), maxSnippet)
 }
 
 // Scrub returns text with the client's secrets redacted, on one line.
-func (c *Client) Scrub(text string) string { return Scrub([]byte(text), c.secrets) }
+func (c *Client) Scrub(text string) string { return c.secrets.Scrub([]byte(text)) }
+
+// Secrets are the values the client keeps out of its error texts: header
+// values, the credentials in them, the URL's userinfo and query values.
+// Callers pass their own errors through Secrets().Error before returning
+// them.
+func (c *Client) Secrets() *Secrets { return c.secrets }

@@ -80,6 +80,15 @@ func parseURL(raw string) ([]urlPart, error) {
 	return parts, nil
 }
 
+// literalText is the URL of parts without its placeholders.
+func literalText(parts []urlPart) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.text)
+	}
+	return b.String()
+}
+
 // partsInHost reports whether a placeholder stands before the path.
 func partsInHost(raw string) bool {
 	i := strings.Index(raw, "://")

@@ -42,8 +42,10 @@ type Config struct {
 	Batch bool
 	// Headers are added to every request, after Content-Type and
 	// User-Agent (so they may override them). Values are treated as secrets:
-	// they never appear in logs or errors, and are scrubbed from answer
-	// snippets quoted in errors.
+	// they never appear in logs or errors, and neither does the part after
+	// a scheme (`Bearer `, `Basic `, `Token `…): an answer echoing either
+	// is quoted with "[redacted]" in its place. So are the URL's userinfo
+	// and query values, and static Query values.
 	Headers map[string]string
 	// Timeout bounds each request, answer included; default 30s.
 	Timeout time.Duration
@@ -88,7 +90,7 @@ var _ pipe.Target = (*Target)(nil)
 func New(cfg Config) (*Target, error) {
 	var problems []error
 	dyn := dynamic{vars: cfg.Vars}
-	coreURL := cfg.URL
+	coreURL, secretURL := cfg.URL, cfg.URL
 	if HasPlaceholder(cfg.URL) {
 		parts, err := parseURL(cfg.URL)
 		if err != nil {
@@ -96,12 +98,20 @@ func New(cfg Config) (*Target, error) {
 		}
 		dyn.url = parts
 		coreURL = strings.NewReplacer("<", "", ">", "").Replace(cfg.URL) // for display and checks only
+		secretURL = literalText(parts)
 	}
 	query, err := parseNamed(cfg.Query, "query parameter")
 	if err != nil {
 		return nil, fmt.Errorf("configuring http target: %w", err)
 	}
 	dyn.query = query
+	// Static query values are secrets, as header values are.
+	var secrets []string
+	for _, v := range cfg.Query {
+		if !HasPlaceholder(v) {
+			secrets = append(secrets, v)
+		}
+	}
 	static := make(map[string]string, len(cfg.Headers))
 	for name, value := range cfg.Headers {
 		if !HasPlaceholder(value) {
@@ -124,6 +134,8 @@ func New(cfg Config) (*Target, error) {
 		Method:             cfg.Method,
 		UserAgent:          "pipes",
 		Headers:            static,
+		Secrets:            secrets,
+		SecretURL:          secretURL,
 		Timeout:            cfg.Timeout,
 		InsecureSkipVerify: cfg.InsecureSkipVerify,
 		Client:             cfg.Client,
@@ -184,7 +196,8 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 func (t *Target) deliverBatch(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
 	result, err := t.sendBatch(ctx, events)
 	if err != nil {
-		return pipe.Result{}, fmt.Errorf("delivering %d events to %s %s: %w", len(events), t.core.Method(), t.core.Display(), err)
+		err = fmt.Errorf("delivering %d events to %s %s: %w", len(events), t.core.Method(), t.core.Display(), err)
+		return pipe.Result{}, t.core.Secrets().Error(err)
 	}
 	return result, nil
 }
@@ -247,7 +260,8 @@ func (t *Target) deliverEach(ctx context.Context, events []*pipe.Event) (pipe.Re
 // sendOne sends one event as its own request; nil means a 2xx answer.
 func (t *Target) sendOne(ctx context.Context, ev *pipe.Event) error {
 	if _, _, err := t.send(ctx, ev, ev.Payload, json.Valid(ev.Payload), false); err != nil {
-		return fmt.Errorf("delivering event %s to %s %s: %w", ev.ID(), t.core.Method(), t.core.Display(), err)
+		err = fmt.Errorf("delivering event %s to %s %s: %w", ev.ID(), t.core.Method(), t.core.Display(), err)
+		return t.core.Secrets().Error(err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -606,5 +608,122 @@ func TestRequestsShareTheHeaderMapUnlessAHeaderIsRendered(t *testing.T) {
 				t.Errorf("requests used %d header maps, want %d", got, tt.wantMaps)
 			}
 		})
+	}
+}
+
+// errorTexts lists the text of err and of every error it wraps, and the
+// same for each item failure of r.
+func errorTexts(r pipe.Result, err error) []string {
+	var texts []string
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil {
+			return
+		}
+		texts = append(texts, e.Error())
+		switch w := e.(type) {
+		case interface{ Unwrap() error }:
+			walk(w.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, e := range w.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	for _, f := range r.Failures {
+		walk(f.Err)
+	}
+	return texts
+}
+
+// TestEchoedCredentialsNeverInErrors has a real server answer with the
+// credentials of a request (not the whole header value) in its body.
+func TestEchoedCredentialsNeverInErrors(t *testing.T) {
+	const token = "sk-live-0123456789abcdef"
+	const odd = "tok/en+with<html>&chars" // escaped when echoed in JSON or a URL
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("svc-user:pa55word-xyz"))
+	tests := []struct {
+		name    string
+		url     string // appended to the server URL
+		query   map[string]string
+		headers map[string]string
+		secret  string
+		status  int
+		answer  func(r *http.Request) string
+	}{
+		{"a 401 echoing the bearer token", "", nil, map[string]string{"Authorization": "Bearer " + token}, token, 401,
+			func(r *http.Request) string {
+				return "invalid token: " + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			}},
+		{"a 403 echoing a Token scheme's credentials", "", nil, map[string]string{"Authorization": "Token " + token}, token, 403,
+			func(r *http.Request) string { return `{"detail":"token ` + token + ` revoked"}` }},
+		{"a 401 echoing the decoded basic password", "", nil, map[string]string{"Authorization": basic}, "pa55word-xyz", 401,
+			func(r *http.Request) string { _, pw, _ := r.BasicAuth(); return "wrong password " + pw }},
+		{"a 500 echoing the token JSON-escaped", "", nil, map[string]string{"X-Api-Key": odd}, odd, 500,
+			func(r *http.Request) string {
+				b, _ := json.Marshal(map[string]string{"error": "bad key " + r.Header.Get("X-Api-Key")})
+				return string(b)
+			}},
+		{"a 400 echoing a query secret URL-escaped", "/in?api_key=" + url.QueryEscape(odd), nil, nil, odd, 400,
+			func(r *http.Request) string { return "bad request " + r.URL.RawQuery }},
+		{"a 400 echoing a query parameter secret", "", map[string]string{"sig": token}, nil, token, 400,
+			func(r *http.Request) string { return "bad signature " + r.URL.Query().Get("sig") }},
+		{"a 401 echoing the URL's password", "", nil, nil, "pa55word-xyz", 401,
+			func(r *http.Request) string { _, pw, _ := r.BasicAuth(); return "denied for " + pw }},
+		{"a 200 naming the token as a failed item", "", nil, map[string]string{"Authorization": "Bearer " + token}, token, 200,
+			func(r *http.Request) string {
+				return `{"batchItemFailures":[{"itemIdentifier":"` + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") + `"}]}`
+			}},
+	}
+	for _, tt := range tests {
+		for _, batch := range []bool{true, false} {
+			if tt.status == 200 && !batch {
+				continue // a single event's 2xx answer is not read
+			}
+			t.Run(fmt.Sprintf("%s (batch %v)", tt.name, batch), func(t *testing.T) {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.WriteHeader(tt.status)
+					_, _ = io.WriteString(w, tt.answer(r))
+				}))
+				t.Cleanup(srv.Close)
+				u := srv.URL + tt.url
+				if strings.Contains(tt.name, "URL's password") {
+					u = strings.Replace(u, "http://", "http://svc-user:pa55word-xyz@", 1)
+				}
+				tg := newTarget(t, httptarget.Config{URL: u, Batch: batch, Headers: tt.headers, Query: tt.query})
+				r, err := tg.Deliver(context.Background(), events("a", "b"))
+				texts := errorTexts(r, err)
+				if len(texts) == 0 {
+					t.Fatal("Deliver succeeded, want errors")
+				}
+				if !strings.Contains(strings.Join(texts, "\n"), "[redacted]") {
+					t.Errorf("errors %q do not show where the secret was redacted", texts)
+				}
+				quoted, _ := json.Marshal(tt.secret)
+				parts := []string{tt.secret, tt.secret[:8], tt.secret[len(tt.secret)-8:], url.QueryEscape(tt.secret), string(quoted[1 : len(quoted)-1])}
+				for _, text := range texts {
+					for _, part := range parts {
+						if strings.Contains(text, part) {
+							t.Errorf("error %q contains %q, part of the secret", text, part)
+						}
+					}
+				}
+				wantPermanent := tt.status >= 400 && tt.status < 500
+				for _, e := range append([]error{err}, func() (es []error) {
+					for _, f := range r.Failures {
+						es = append(es, f.Err)
+					}
+					return es
+				}()...) {
+					if e != nil && tt.status != 200 && pipe.IsPermanent(e) != wantPermanent {
+						t.Errorf("error %v: permanent = %v, want %v", e, pipe.IsPermanent(e), wantPermanent)
+					}
+					if e != nil && tt.status == 200 && !errors.Is(e, pipe.ErrMalformedAnswer) {
+						t.Errorf("error %v no longer wraps ErrMalformedAnswer", e)
+					}
+				}
+			})
+		}
 	}
 }
