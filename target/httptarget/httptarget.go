@@ -11,6 +11,7 @@
 package httptarget
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,7 +60,8 @@ type Config struct {
 	// Logger receives the target's logs; default: discard.
 	Logger *slog.Logger
 	// MaxParallel bounds the requests in flight per batch when Batch is
-	// false; default 16.
+	// false; default 16. The events of a FIFO message group are sent one
+	// at a time, in order, whatever MaxParallel is.
 	MaxParallel int
 	// Query parameters are added to the URL of every request. Their values,
 	// like header values and the URL's path, may hold template placeholders
@@ -180,9 +182,13 @@ func (t *Target) Close(ctx context.Context) error {
 // outcome fails the whole batch with an error classified by status.
 //
 // Without Batch, each event is its own request and fails alone, with an
-// error classified the same way in its pipe.ItemFailure. When every request
-// was throttled, Deliver returns a whole-batch Throttled error instead, so
-// that the pipe slows down.
+// error classified the same way in its pipe.ItemFailure. Up to MaxParallel
+// requests are in flight, but the events of one FIFO message group
+// (Message.GroupID) are sent one after another in batch order, and once
+// one fails the later ones of its group are not sent: they fail with a
+// retryable error saying so. When every request sent was throttled,
+// Deliver returns a whole-batch Throttled error instead, so that the pipe
+// slows down.
 func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
 	if len(events) == 0 {
 		return pipe.Result{}, nil
@@ -223,11 +229,19 @@ func (t *Target) sendBatch(ctx context.Context, events []*pipe.Event) (pipe.Resu
 
 func (t *Target) deliverEach(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
 	errs := make([]error, len(events))
-	if len(events) == 1 || t.maxParallel == 1 {
+	runs := inOrder(events)
+	switch {
+	case len(events) == 1 || t.maxParallel == 1:
 		for i, ev := range events {
-			errs[i] = t.sendOne(ctx, ev)
+			if errs[i] != nil {
+				continue // held back behind an earlier failure of its group
+			}
+			if errs[i] = t.sendOne(ctx, ev); errs[i] != nil && runs != nil {
+				failRest(events, runs.after(i), i, errs)
+			}
 		}
-	} else {
+	case runs == nil:
+		// No message group: every event is sent on its own, in parallel.
 		sem := make(chan struct{}, t.maxParallel)
 		var wg sync.WaitGroup
 		for i, ev := range events {
@@ -238,24 +252,107 @@ func (t *Target) deliverEach(ctx context.Context, events []*pipe.Event) (pipe.Re
 			})
 		}
 		wg.Wait()
+	default:
+		// A message group's events are one run, sent one after another in
+		// batch order; runs go in parallel.
+		sem := make(chan struct{}, t.maxParallel)
+		var wg sync.WaitGroup
+		for _, run := range runs.runs {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				for k, i := range run {
+					if errs[i] = t.sendOne(ctx, events[i]); errs[i] != nil {
+						failRest(events, run[k+1:], i, errs)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
 	}
 
 	var result pipe.Result
-	throttled := 0
+	sent, throttled := 0, 0
+	var firstThrottled error
 	for i, err := range errs {
 		if err == nil {
+			sent++
 			continue
 		}
-		if pipe.IsThrottled(err) {
-			throttled++
+		if !errors.Is(err, errNotSent) {
+			sent++
+			if pipe.IsThrottled(err) {
+				throttled++
+				firstThrottled = cmp.Or(firstThrottled, err)
+			}
 		}
 		result.Failures = append(result.Failures, pipe.ItemFailure{ID: events[i].ID(), Err: err})
 	}
-	if throttled == len(events) {
-		return pipe.Result{}, fmt.Errorf("delivering %d events one by one: all were throttled: %w", len(events), errs[0])
+	if throttled > 0 && throttled == sent {
+		// Every request sent was throttled (the others were held back
+		// behind one of them in their message group).
+		return pipe.Result{}, fmt.Errorf("delivering %d events one by one: all were throttled: %w", len(events), firstThrottled)
 	}
 	return result, nil
 }
+
+// errNotSent marks the failure of an event held back because an earlier
+// event of its message group failed.
+var errNotSent = errors.New("not sent")
+
+// failRest fails the events rest (later events of the message group of
+// events[failed], which failed) without sending them: on a FIFO queue a
+// message may not be delivered before an earlier one of its group.
+func failRest(events []*pipe.Event, rest []int, failed int, errs []error) {
+	for _, j := range rest {
+		errs[j] = fmt.Errorf("%w: an earlier message (%s) of message group %q failed in this batch",
+			errNotSent, events[failed].ID(), events[failed].Message.GroupID())
+	}
+}
+
+// groupRuns splits a batch into runs that must be sent one after another:
+// the events of a message group, in batch order; an event without a group
+// is a run of its own. Runs are ordered by their first event.
+type groupRuns struct {
+	runs [][]int
+	of   []int // the run of each event
+	pos  []int // each event's position in its run
+}
+
+// inOrder returns the runs of events, nil when no event has a message
+// group (a standard queue): then order does not matter.
+func inOrder(events []*pipe.Event) *groupRuns {
+	grouped := false
+	for _, ev := range events {
+		if ev.Message.GroupID() != "" {
+			grouped = true
+			break
+		}
+	}
+	if !grouped {
+		return nil
+	}
+	r := &groupRuns{of: make([]int, len(events)), pos: make([]int, len(events))}
+	byGroup := make(map[string]int)
+	for i, ev := range events {
+		g := ev.Message.GroupID()
+		n, ok := byGroup[g]
+		if !ok || g == "" {
+			n = len(r.runs)
+			r.runs = append(r.runs, nil)
+			if g != "" {
+				byGroup[g] = n
+			}
+		}
+		r.of[i], r.pos[i] = n, len(r.runs[n])
+		r.runs[n] = append(r.runs[n], i)
+	}
+	return r
+}
+
+// after returns the events of i's run that come after i.
+func (r *groupRuns) after(i int) []int { return r.runs[r.of[i]][r.pos[i]+1:] }
 
 // sendOne sends one event as its own request; nil means a 2xx answer.
 func (t *Target) sendOne(ctx context.Context, ev *pipe.Event) error {

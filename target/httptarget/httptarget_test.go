@@ -2,6 +2,7 @@ package httptarget_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -725,5 +727,152 @@ func TestEchoedCredentialsNeverInErrors(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// grouped makes one event per "group/id" (or "id" without a group), as a
+// FIFO queue's records carry their MessageGroupId.
+func grouped(specs ...string) []*pipe.Event {
+	evs := make([]*pipe.Event, len(specs))
+	for i, s := range specs {
+		group, id, ok := strings.Cut(s, "/")
+		if !ok {
+			group, id = "", s
+		}
+		evs[i] = &pipe.Event{
+			Message: &pipe.Message{MessageID: id, Body: id, Attributes: map[string]string{}},
+			Payload: []byte(`{"id":"` + id + `"}`),
+		}
+		if group != "" {
+			evs[i].Message.Attributes[pipe.AttrMessageGroupID] = group
+		}
+	}
+	return evs
+}
+
+// arrivals starts a server that records the ids of the requests in the
+// order they arrive, sleeping a little at random before answering with
+// status(id).
+func arrivals(t *testing.T, status func(id string) int) (*httptest.Server, func() []string, *atomic.Int32) {
+	t.Helper()
+	var mu sync.Mutex
+	var ids []string
+	var inFlight, most atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		var body struct{ ID string }
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		ids = append(ids, body.ID)
+		mu.Unlock()
+		time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+		w.WriteHeader(status(body.ID))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(ids)
+	}, &most
+}
+
+func TestOneRequestPerEventKeepsTheOrderOfEachMessageGroup(t *testing.T) {
+	// Four groups interleaved, and events without a group between them.
+	var specs []string
+	for i := range 10 {
+		for _, g := range []string{"g1", "g2", "g3", "g4"} {
+			specs = append(specs, fmt.Sprintf("%s/%s-%02d", g, g, i))
+		}
+		specs = append(specs, fmt.Sprintf("loose-%02d", i))
+	}
+	for round := range 3 {
+		srv, got, most := arrivals(t, func(string) int { return http.StatusOK })
+		tg := newTarget(t, httptarget.Config{URL: srv.URL})
+		r, err := tg.Deliver(context.Background(), grouped(specs...))
+		if err != nil || len(r.Failures) > 0 {
+			t.Fatalf("round %d: Deliver = %v, %v; want success", round, r, err)
+		}
+		order := map[string][]string{}
+		for _, id := range got() {
+			if g, _, ok := strings.Cut(id, "-"); ok && g != "loose" {
+				order[g] = append(order[g], id)
+			}
+		}
+		for _, g := range []string{"g1", "g2", "g3", "g4"} {
+			if !slices.IsSorted(order[g]) || len(order[g]) != 10 {
+				t.Errorf("round %d: group %s arrived as %v, want its 10 events in batch order", round, g, order[g])
+			}
+		}
+		if n := len(got()); n != len(specs) {
+			t.Errorf("round %d: server got %d requests, want %d", round, n, len(specs))
+		}
+		if m := most.Load(); m < 2 || m > 16 {
+			t.Errorf("round %d: %d requests were in flight at most, want groups in parallel, 16 at most", round, m)
+		}
+	}
+}
+
+func TestOneRequestPerEventStopsAMessageGroupAtItsFirstFailure(t *testing.T) {
+	batch := []string{"A/a1", "B/b1", "A/a2", "x1", "B/b2", "A/a3", "x2", "A/a4", "B/b3"}
+	tests := []struct {
+		name        string
+		statuses    map[string]int // others answer 200
+		maxParallel int
+		wantNotSent []string // failed, held back
+		wantFailed  []string // failed by the server
+	}{
+		{"a retryable failure holds back the rest of its group", map[string]int{"a2": 500}, 0,
+			[]string{"a3", "a4"}, []string{"a2"}},
+		{"a permanent failure holds back the rest of its group too", map[string]int{"b1": 400}, 0,
+			[]string{"b2", "b3"}, []string{"b1"}},
+		{"the last event of a group holds back nothing", map[string]int{"a4": 503}, 0,
+			nil, []string{"a4"}},
+		{"an event without a group holds back nothing", map[string]int{"x1": 500}, 0,
+			nil, []string{"x1"}},
+		{"one request at a time holds back the same", map[string]int{"a1": 500, "b2": 404}, 1,
+			[]string{"a2", "a3", "a4", "b3"}, []string{"a1", "b2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, got, _ := arrivals(t, func(id string) int { return cmp.Or(tt.statuses[id], http.StatusOK) })
+			tg := newTarget(t, httptarget.Config{URL: srv.URL, MaxParallel: tt.maxParallel})
+			r, err := tg.Deliver(context.Background(), grouped(batch...))
+			if err != nil {
+				t.Fatalf("Deliver: %v", err)
+			}
+			seen := got()
+			for _, id := range tt.wantNotSent {
+				if slices.Contains(seen, id) {
+					t.Errorf("%s was sent after an earlier event of its group failed", id)
+				}
+			}
+			if len(seen) != len(batch)-len(tt.wantNotSent) {
+				t.Errorf("server got %v", seen)
+			}
+			want := slices.Sorted(slices.Values(append(slices.Clone(tt.wantFailed), tt.wantNotSent...)))
+			if ids := slices.Sorted(slices.Values(failedIDs(r))); !slices.Equal(ids, want) {
+				t.Errorf("failed = %v, want %v", ids, want)
+			}
+			for _, f := range r.Failures {
+				if !slices.Contains(tt.wantNotSent, f.ID) {
+					continue
+				}
+				if pipe.IsPermanent(f.Err) || !strings.Contains(f.Err.Error(), "an earlier message") {
+					t.Errorf("%s: error %v, want a retryable one saying an earlier message of the group failed", f.ID, f.Err)
+				}
+			}
+		})
+	}
+}
+
+func TestOneRequestPerEventThrottledAtTheHeadOfEveryGroupThrottlesTheBatch(t *testing.T) {
+	srv, _, _ := arrivals(t, func(string) int { return http.StatusTooManyRequests })
+	tg := newTarget(t, httptarget.Config{URL: srv.URL})
+	_, err := tg.Deliver(context.Background(), grouped("A/a1", "A/a2", "B/b1", "B/b2"))
+	if !pipe.IsThrottled(err) {
+		t.Fatalf("error = %v, want a whole-batch Throttled error", err)
 	}
 }
