@@ -360,3 +360,98 @@ func TestHTTPEnrichmentOneByOneFailsWholeWhenCancelled(t *testing.T) {
 		t.Errorf("error = %v, want the batch failed whole by the cancellation", err)
 	}
 }
+
+// TestHTTPEnrichmentUsesTheSharedClientCore checks what the enrichment
+// gets from the client core it shares with the http target.
+func TestHTTPEnrichmentUsesTheSharedClientCore(t *testing.T) {
+	var host, ctype string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, ctype = r.Host, r.Header.Get("Content-Type")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	tests := []struct {
+		name               string
+		headers            map[string]string
+		wantHost, wantType string
+	}{
+		{"a Host header sets the request's host", map[string]string{"Host": "api.internal"}, "api.internal", "application/json"},
+		{"a Content-Type header overrides the default", map[string]string{"Content-Type": "application/cloudevents+json"},
+			strings.TrimPrefix(srv.URL, "http://"), "application/cloudevents+json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := enrich.NewHTTP(enrich.HTTPConfig{URL: srv.URL, Batch: true, Headers: tt.headers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = h.Enrich(context.Background(), batchOf("a"))
+			if k := errKind(err); k != "throttled" {
+				t.Errorf("a 429 is %s (%v), want throttled", k, err)
+			}
+			if host != tt.wantHost || ctype != tt.wantType {
+				t.Errorf("server saw host %q, Content-Type %q; want %q, %q", host, ctype, tt.wantHost, tt.wantType)
+			}
+		})
+	}
+}
+
+// TestHTTPEnrichmentNeverShowsEchoedCredentials has a real server answer
+// with the credentials of a request (not the whole header value).
+func TestHTTPEnrichmentNeverShowsEchoedCredentials(t *testing.T) {
+	const token = "sk-live-0123456789abcdef"
+	bearer := func(r *http.Request) string { return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") }
+	tests := []struct {
+		name   string
+		batch  bool
+		status int
+		answer func(r *http.Request) string
+	}{
+		{"a 401 echoing the token, batch", true, 401, func(r *http.Request) string { return "invalid token: " + bearer(r) }},
+		{"a 401 echoing the token, one by one", false, 401, func(r *http.Request) string { return "invalid token: " + bearer(r) }},
+		{"a 429 echoing the token", true, 429, func(r *http.Request) string { return `{"message":"slow down, ` + bearer(r) + `"}` }},
+		{"a 200 naming the token as a messageId", true, 200, func(r *http.Request) string {
+			return `[{"messageId":"` + bearer(r) + `","n":1}]`
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tt.status)
+				_, _ = io.WriteString(w, tt.answer(r))
+			}))
+			defer srv.Close()
+			h, err := enrich.NewHTTP(enrich.HTTPConfig{URL: srv.URL, Batch: tt.batch, Headers: map[string]string{"Authorization": "Bearer " + token}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, res, err := h.Enrich(context.Background(), batchOf("a"))
+			errs := []error{err}
+			for _, f := range res.Failures {
+				errs = append(errs, f.Err)
+			}
+			var texts []string
+			for _, e := range errs {
+				for ; e != nil; e = errors.Unwrap(e) {
+					texts = append(texts, e.Error())
+				}
+			}
+			if !strings.Contains(strings.Join(texts, "\n"), "[redacted]") {
+				t.Fatalf("errors %q do not show where the token was redacted", texts)
+			}
+			for _, text := range texts {
+				for _, part := range []string{token, token[:8], token[len(token)-8:]} {
+					if strings.Contains(text, part) {
+						t.Errorf("error %q contains %q, part of the token", text, part)
+					}
+				}
+			}
+			want := map[int]string{401: "permanent", 429: "throttled", 200: "malformed"}[tt.status]
+			for _, e := range errs {
+				if e != nil && errKind(e) != want {
+					t.Errorf("error %v is %s, want %s", e, errKind(e), want)
+				}
+			}
+		})
+	}
+}

@@ -208,6 +208,9 @@ func classifyLambda(err error) error {
 	return err // connection errors, timeouts: retryable
 }
 
+// maxSnippet bounds the part of a function error quoted in an error.
+const maxSnippet = 256
+
 // errorSummary quotes the start of a function error payload
 // ({"errorType":…,"errorMessage":…}) on one line.
 func errorSummary(payload []byte) string {

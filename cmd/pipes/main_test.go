@@ -535,3 +535,35 @@ func TestDryRunPrintsWhatTargetsWouldGetAndConsumesNothing(t *testing.T) {
 		t.Fatalf("the queue was consumed:\n%s", stderr)
 	}
 }
+
+// TestPipesTestNeverShowsEchoedEnrichmentCredentials runs `pipes test
+// --enrich` against an enrichment that echoes the bearer token of its
+// Authorization header (given from the environment) in a 401 answer.
+func TestPipesTestNeverShowsEchoedEnrichmentCredentials(t *testing.T) {
+	const token = "sk-live-0123456789abcdef"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "invalid token: "+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	t.Setenv("PIPES_TEST_TOKEN", token)
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	os.WriteFile(file, []byte(fmt.Sprintf(`name: p
+source: {type: sqs, queue_name: q}
+enrichment:
+  type: http
+  url: %s/enrich
+  headers: {Authorization: "Bearer ${PIPES_TEST_TOKEN}"}
+target: {type: stdout}
+`, srv.URL)), 0o644)
+	var out, errb bytes.Buffer
+	run(context.Background(), []string{"test", "-f", file, "--enrich", "--input", "-"}, strings.NewReader("{\"n\":1}\n"), &out, &errb)
+	text := out.String() + errb.String()
+	if !strings.Contains(out.String(), "401") || !strings.Contains(out.String(), "[redacted]") {
+		t.Fatalf("output does not show the redacted 401:\n%s", text)
+	}
+	for _, part := range []string{token, token[:8], token[len(token)-8:]} {
+		if strings.Contains(text, part) {
+			t.Errorf("output shows %q, part of the token:\n%s", part, text)
+		}
+	}
+}

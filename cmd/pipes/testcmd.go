@@ -18,7 +18,9 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/httpcore"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/target/httptarget"
 )
 
 type testFlags struct {
@@ -95,6 +97,7 @@ func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout io.Write
 		defer file.Close()
 		in = file
 	}
+	secrets := testSecrets(spec)
 	out := json.NewEncoder(stdout)
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 64*1024), 2<<20)
@@ -116,7 +119,10 @@ func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout io.Write
 		} else {
 			res.Passed, res.TargetInput, err = evaluate(ctx, msg, flt, enr, tr)
 			if err != nil {
-				res.Error = err.Error()
+				// The http enrichment scrubs its errors already; this keeps
+				// any other text that could quote a header value or a URL
+				// credential from being printed.
+				res.Error = secrets.Redact(err.Error())
 			}
 		}
 		if err := out.Encode(res); err != nil {
@@ -130,6 +136,31 @@ func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout io.Write
 		return runtimeErr(fmt.Errorf("%d event line(s) could not be read as events", bad))
 	}
 	return nil
+}
+
+// testSecrets are the values `pipes test` keeps out of its output, as the
+// http enrichment and target keep them out of their errors: static header
+// and query values, the credentials in them, the URLs' userinfo and query
+// values.
+func testSecrets(spec config.Pipe) *httpcore.Secrets {
+	var values, urls []string
+	static := func(m map[string]string) {
+		for _, v := range m {
+			if !httptarget.HasPlaceholder(v) {
+				values = append(values, v)
+			}
+		}
+	}
+	if e := spec.Enrichment; e != nil && e.Type == "http" {
+		static(e.Headers)
+		urls = append(urls, e.URL)
+	}
+	if spec.Target.Type == "http" {
+		static(spec.Target.Headers)
+		static(spec.Target.Query)
+		urls = append(urls, spec.Target.URL)
+	}
+	return httpcore.NewSecrets(values, urls...)
 }
 
 func pickPipe(specs []config.Pipe, name string) (config.Pipe, error) {

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/pipesproject/pipes/internal/httpclass"
+	"github.com/pipesproject/pipes/internal/httpcore"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -78,6 +78,15 @@ func parseURL(raw string) ([]urlPart, error) {
 		return nil, fmt.Errorf("url: placeholders may stand in the path or query, not in the host")
 	}
 	return parts, nil
+}
+
+// literalText is the URL of parts without its placeholders.
+func literalText(parts []urlPart) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.text)
+	}
+	return b.String()
 }
 
 // partsInHost reports whether a placeholder stands before the path.
@@ -158,7 +167,7 @@ func (d *dynamic) render(base string, ev *pipe.Event) (string, [][2]string, erro
 		if err != nil {
 			return "", nil, fmt.Errorf("rendering header %q: %w", h.name, err)
 		}
-		if !httpclass.ValidHeaderValue(string(v)) {
+		if !httpcore.ValidHeaderValue(string(v)) {
 			return "", nil, pipe.Permanent(fmt.Errorf("header %q renders to a value with control characters", h.name))
 		}
 		headers = append(headers, [2]string{h.name, string(v)})

@@ -3,51 +3,32 @@
 // may name failed items with a Lambda-style batchItemFailures list) or as one
 // request per event.
 //
-// Status codes are classified once, here: 2xx succeeds; 429 is throttling
+// Status codes are classified by the client core this target shares with
+// the http enrichment (internal/httpcore): 2xx succeeds; 429 is throttling
 // (pipe.Throttled); 408, 5xx, timeouts and connection errors are retryable;
 // other 4xx and 3xx (redirects are not followed) are client errors that
 // retrying will not fix (pipe.Permanent).
 package httptarget
 
 import (
-	"bytes"
+	"cmp"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/pipesproject/pipes/internal/batching"
-	"github.com/pipesproject/pipes/internal/httpclass"
+	"github.com/pipesproject/pipes/internal/httpcore"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
 
-const (
-	defaultMethod      = http.MethodPost
-	defaultTimeout     = 30 * time.Second
-	defaultMaxParallel = 16
-
-	// maxAnswer is the largest batch answer read (the Pipes payload limit).
-	maxAnswer = 6 << 20
-	// maxSnippet bounds the part of an answer quoted in an error.
-	maxSnippet = 256
-	// snippetRead is how much of a failed answer is read to build a snippet;
-	// more is read (and dropped) so that the connection can be reused.
-	snippetRead = 4 << 10
-	// maxDrain is how much of an unread answer is drained before closing.
-	maxDrain = 64 << 10
-	// minSecretLen is the shortest header value scrubbed from snippets:
-	// shorter values would blank out ordinary text and are no secrets.
-	minSecretLen = 4
-)
+const defaultMaxParallel = 16
 
 // Config configures an http target. The zero values of optional fields take
 // the defaults documented on each field.
@@ -62,8 +43,10 @@ type Config struct {
 	Batch bool
 	// Headers are added to every request, after Content-Type and
 	// User-Agent (so they may override them). Values are treated as secrets:
-	// they never appear in logs or errors, and are scrubbed from answer
-	// snippets quoted in errors.
+	// they never appear in logs or errors, and neither does the part after
+	// a scheme (`Bearer `, `Basic `, `Token `…): an answer echoing either
+	// is quoted with "[redacted]" in its place. So are the URL's userinfo
+	// and query values, and static Query values.
 	Headers map[string]string
 	// Timeout bounds each request, answer included; default 30s.
 	Timeout time.Duration
@@ -77,7 +60,8 @@ type Config struct {
 	// Logger receives the target's logs; default: discard.
 	Logger *slog.Logger
 	// MaxParallel bounds the requests in flight per batch when Batch is
-	// false; default 16.
+	// false; default 16. The events of a FIFO message group are sent one
+	// at a time, in order, whatever MaxParallel is.
 	MaxParallel int
 	// Query parameters are added to the URL of every request. Their values,
 	// like header values and the URL's path, may hold template placeholders
@@ -94,18 +78,10 @@ type Config struct {
 // use: a pipe calls Deliver from many batches at once, and they share one
 // connection pool.
 type Target struct {
-	url         string
-	display     string // the URL without credentials or query, for errors
-	method      string
+	core        *httpcore.Client
 	batch       bool
-	header      http.Header
-	host        string // a Host header override, "" for none
-	secrets     [][]byte
-	timeout     time.Duration
 	maxParallel int
 	dyn         dynamic
-	client      *http.Client
-	transport   *http.Transport // owned by the target; nil with Config.Client
 }
 
 var _ pipe.Target = (*Target)(nil)
@@ -116,44 +92,58 @@ var _ pipe.Target = (*Target)(nil)
 func New(cfg Config) (*Target, error) {
 	var problems []error
 	dyn := dynamic{vars: cfg.Vars}
-	rawURL := cfg.URL
+	coreURL, secretURL := cfg.URL, cfg.URL
 	if HasPlaceholder(cfg.URL) {
 		parts, err := parseURL(cfg.URL)
 		if err != nil {
 			return nil, fmt.Errorf("configuring http target: %w", err)
 		}
 		dyn.url = parts
-		rawURL = strings.NewReplacer("<", "", ">", "").Replace(cfg.URL) // for display and checks only
+		coreURL = strings.NewReplacer("<", "", ">", "").Replace(cfg.URL) // for display and checks only
+		secretURL = literalText(parts)
 	}
 	query, err := parseNamed(cfg.Query, "query parameter")
 	if err != nil {
 		return nil, fmt.Errorf("configuring http target: %w", err)
 	}
 	dyn.query = query
-	u, err := url.Parse(rawURL)
-	switch {
-	case cfg.URL == "":
-		problems = append(problems, errors.New("url is required"))
-	case err != nil:
-		problems = append(problems, errors.New("url is not a valid URL"))
-	case u.Scheme != "http" && u.Scheme != "https":
-		problems = append(problems, fmt.Errorf("url scheme %q is not http or https", u.Scheme))
-	case u.Host == "":
-		problems = append(problems, errors.New("url has no host"))
+	// Static query values are secrets, as header values are.
+	var secrets []string
+	for _, v := range cfg.Query {
+		if !HasPlaceholder(v) {
+			secrets = append(secrets, v)
+		}
 	}
-	method := strings.ToUpper(cfg.Method)
-	if method == "" {
-		method = defaultMethod
+	static := make(map[string]string, len(cfg.Headers))
+	for name, value := range cfg.Headers {
+		if !HasPlaceholder(value) {
+			static[name] = value
+			continue
+		}
+		if !httpcore.IsToken(name) {
+			problems = append(problems, fmt.Errorf("header name %q is not valid", name))
+			continue
+		}
+		tmpl, err := template.Parse(value)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("header %q: %w", name, err))
+			continue
+		}
+		dyn.header = append(dyn.header, namedTemplate{name: name, tmpl: tmpl})
 	}
-	if !httpclass.IsToken(method) {
-		problems = append(problems, fmt.Errorf("method %q is not a valid HTTP method", cfg.Method))
-	}
-	timeout := cfg.Timeout
-	if timeout == 0 {
-		timeout = defaultTimeout
-	}
-	if timeout < 0 {
-		problems = append(problems, fmt.Errorf("timeout %s is negative", cfg.Timeout))
+	core, err := httpcore.New(httpcore.Config{
+		URL:                coreURL,
+		Method:             cfg.Method,
+		UserAgent:          "pipes",
+		Headers:            static,
+		Secrets:            secrets,
+		SecretURL:          secretURL,
+		Timeout:            cfg.Timeout,
+		InsecureSkipVerify: cfg.InsecureSkipVerify,
+		Client:             cfg.Client,
+	})
+	if err != nil {
+		problems = append(problems, err)
 	}
 	maxParallel := cfg.MaxParallel
 	if maxParallel == 0 {
@@ -162,99 +152,24 @@ func New(cfg Config) (*Target, error) {
 	if maxParallel < 0 {
 		problems = append(problems, fmt.Errorf("max parallel %d is negative", cfg.MaxParallel))
 	}
-
-	header := http.Header{}
-	header.Set("User-Agent", "pipes")
-	if cfg.Batch {
-		header.Set("Content-Type", "application/json")
-	}
-	var host string
-	var secrets [][]byte
-	for name, value := range cfg.Headers {
-		if !httpclass.IsToken(name) {
-			problems = append(problems, fmt.Errorf("header name %q is not valid", name))
-			continue
-		}
-		if HasPlaceholder(value) {
-			tmpl, err := template.Parse(value)
-			if err != nil {
-				problems = append(problems, fmt.Errorf("header %q: %w", name, err))
-				continue
-			}
-			dyn.header = append(dyn.header, namedTemplate{name: name, tmpl: tmpl})
-			continue
-		}
-		if !httpclass.ValidHeaderValue(value) {
-			// Never quote the value: it may be a secret.
-			problems = append(problems, fmt.Errorf("header %q has a value with control characters", name))
-			continue
-		}
-		if http.CanonicalHeaderKey(name) == "Host" {
-			host = value
-		} else {
-			header.Set(name, value)
-		}
-		if len(value) >= minSecretLen {
-			secrets = append(secrets, []byte(value))
-		}
-	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("configuring http target: %w", errors.Join(problems...))
 	}
 
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	display := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
-	t := &Target{
-		url:         u.String(),
-		display:     display,
-		method:      method,
-		batch:       cfg.Batch,
-		header:      header,
-		host:        host,
-		secrets:     secrets,
-		timeout:     timeout,
-		maxParallel: maxParallel,
-		dyn:         dyn,
-		client:      cfg.Client,
-	}
-	if t.client == nil {
-		t.transport = newTransport(cfg.InsecureSkipVerify)
-		t.client = &http.Client{
-			Transport: t.transport,
-			// A redirect would turn a POST into a GET and may carry the
-			// secret headers to another host: answer 3xx to the pipe instead.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	if cfg.InsecureSkipVerify && cfg.Client == nil {
+		logger := cfg.Logger
+		if logger == nil {
+			logger = slog.New(slog.DiscardHandler)
 		}
-		if cfg.InsecureSkipVerify {
-			logger.Warn("http target accepts any TLS certificate (insecure_skip_verify); use it for testing only", "url", display)
-		}
+		logger.Warn("http target accepts any TLS certificate (insecure_skip_verify); use it for testing only", "url", core.Display())
 	}
-	return t, nil
-}
-
-// newTransport returns a transport sized for a pipe with up to 1000 batches
-// in flight to one host.
-func newTransport(insecure bool) *http.Transport {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = 1000
-	tr.MaxIdleConnsPerHost = 1000
-	tr.IdleConnTimeout = 90 * time.Second
-	tr.TLSClientConfig = &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		InsecureSkipVerify: insecure, //nolint:gosec // opt-in, warned about in New
-	}
-	return tr
+	return &Target{core: core, batch: cfg.Batch, maxParallel: maxParallel, dyn: dyn}, nil
 }
 
 // Close releases the target's idle connections. It does not wait for
 // deliveries in flight; call it once the pipe has stopped.
 func (t *Target) Close(ctx context.Context) error {
-	if t.transport != nil {
-		t.transport.CloseIdleConnections()
-	}
+	t.core.Close()
 	return nil
 }
 
@@ -267,9 +182,13 @@ func (t *Target) Close(ctx context.Context) error {
 // outcome fails the whole batch with an error classified by status.
 //
 // Without Batch, each event is its own request and fails alone, with an
-// error classified the same way in its pipe.ItemFailure. When every request
-// was throttled, Deliver returns a whole-batch Throttled error instead, so
-// that the pipe slows down.
+// error classified the same way in its pipe.ItemFailure. Up to MaxParallel
+// requests are in flight, but the events of one FIFO message group
+// (Message.GroupID) are sent one after another in batch order, and once
+// one fails the later ones of its group are not sent: they fail with a
+// retryable error saying so. When every request sent was throttled,
+// Deliver returns a whole-batch Throttled error instead, so that the pipe
+// slows down.
 func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
 	if len(events) == 0 {
 		return pipe.Result{}, nil
@@ -281,41 +200,48 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 }
 
 func (t *Target) deliverBatch(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
-	body := batching.JSONArray(events)
-
-	var result pipe.Result
-	err := t.send(ctx, events[0], body, true, func(status int, answer io.Reader) error {
-		data, err := io.ReadAll(io.LimitReader(answer, maxAnswer+1))
-		if err != nil {
-			return fmt.Errorf("reading the %d answer: %w", status, err)
-		}
-		if len(data) > maxAnswer {
-			return fmt.Errorf("answered %d: %w: larger than %d bytes", status, pipe.ErrMalformedAnswer, maxAnswer)
-		}
-		r, err := pipe.ParseBatchResponse(data, inBatch(events))
-		if err != nil {
-			// Quote the parser's reason, scrubbed: it may echo an identifier.
-			reason := strings.TrimPrefix(err.Error(), pipe.ErrMalformedAnswer.Error())
-			reason = strings.TrimPrefix(reason, ": ")
-			return fmt.Errorf("answered %d: %w: %s; answer: %q", status, pipe.ErrMalformedAnswer,
-				httpclass.Scrub([]byte(reason), t.secrets), t.snippetOf(data))
-		}
-		result = r
-		return nil
-	})
+	result, err := t.sendBatch(ctx, events)
 	if err != nil {
-		return pipe.Result{}, fmt.Errorf("delivering %d events to %s %s: %w", len(events), t.method, t.display, err)
+		err = fmt.Errorf("delivering %d events to %s %s: %w", len(events), t.core.Method(), t.core.Display(), err)
+		return pipe.Result{}, t.core.Secrets().Error(err)
 	}
 	return result, nil
 }
 
+func (t *Target) sendBatch(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
+	status, answer, err := t.send(ctx, events[0], batching.JSONArray(events), true, true)
+	switch {
+	case errors.Is(err, httpcore.ErrAnswerTooLarge):
+		return pipe.Result{}, fmt.Errorf("answered %d: %w: larger than %d bytes", status, pipe.ErrMalformedAnswer, httpcore.MaxAnswer)
+	case err != nil:
+		return pipe.Result{}, err
+	}
+	r, err := pipe.ParseBatchResponse(answer, inBatch(events))
+	if err != nil {
+		// Quote the parser's reason, scrubbed: it may echo an identifier.
+		reason := strings.TrimPrefix(err.Error(), pipe.ErrMalformedAnswer.Error())
+		reason = strings.TrimPrefix(reason, ": ")
+		return pipe.Result{}, fmt.Errorf("answered %d: %w: %s; answer: %q", status, pipe.ErrMalformedAnswer,
+			t.core.Scrub(reason), t.core.Snippet(answer))
+	}
+	return r, nil
+}
+
 func (t *Target) deliverEach(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
 	errs := make([]error, len(events))
-	if len(events) == 1 || t.maxParallel == 1 {
+	runs := inOrder(events)
+	switch {
+	case len(events) == 1 || t.maxParallel == 1:
 		for i, ev := range events {
-			errs[i] = t.sendOne(ctx, ev)
+			if errs[i] != nil {
+				continue // held back behind an earlier failure of its group
+			}
+			if errs[i] = t.sendOne(ctx, ev); errs[i] != nil && runs != nil {
+				failRest(events, runs.after(i), i, errs)
+			}
 		}
-	} else {
+	case runs == nil:
+		// No message group: every event is sent on its own, in parallel.
 		sem := make(chan struct{}, t.maxParallel)
 		var wg sync.WaitGroup
 		for i, ev := range events {
@@ -326,117 +252,131 @@ func (t *Target) deliverEach(ctx context.Context, events []*pipe.Event) (pipe.Re
 			})
 		}
 		wg.Wait()
+	default:
+		// A message group's events are one run, sent one after another in
+		// batch order; runs go in parallel.
+		sem := make(chan struct{}, t.maxParallel)
+		var wg sync.WaitGroup
+		for _, run := range runs.runs {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				for k, i := range run {
+					if errs[i] = t.sendOne(ctx, events[i]); errs[i] != nil {
+						failRest(events, run[k+1:], i, errs)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
 	}
 
 	var result pipe.Result
-	throttled := 0
+	sent, throttled := 0, 0
+	var firstThrottled error
 	for i, err := range errs {
 		if err == nil {
+			sent++
 			continue
 		}
-		if pipe.IsThrottled(err) {
-			throttled++
+		if !errors.Is(err, errNotSent) {
+			sent++
+			if pipe.IsThrottled(err) {
+				throttled++
+				firstThrottled = cmp.Or(firstThrottled, err)
+			}
 		}
 		result.Failures = append(result.Failures, pipe.ItemFailure{ID: events[i].ID(), Err: err})
 	}
-	if throttled == len(events) {
-		return pipe.Result{}, fmt.Errorf("delivering %d events one by one: all were throttled: %w", len(events), errs[0])
+	if throttled > 0 && throttled == sent {
+		// Every request sent was throttled (the others were held back
+		// behind one of them in their message group).
+		return pipe.Result{}, fmt.Errorf("delivering %d events one by one: all were throttled: %w", len(events), firstThrottled)
 	}
 	return result, nil
 }
 
+// errNotSent marks the failure of an event held back because an earlier
+// event of its message group failed.
+var errNotSent = errors.New("not sent")
+
+// failRest fails the events rest (later events of the message group of
+// events[failed], which failed) without sending them: on a FIFO queue a
+// message may not be delivered before an earlier one of its group.
+func failRest(events []*pipe.Event, rest []int, failed int, errs []error) {
+	for _, j := range rest {
+		errs[j] = fmt.Errorf("%w: an earlier message (%s) of message group %q failed in this batch",
+			errNotSent, events[failed].ID(), events[failed].Message.GroupID())
+	}
+}
+
+// groupRuns splits a batch into runs that must be sent one after another:
+// the events of a message group, in batch order; an event without a group
+// is a run of its own. Runs are ordered by their first event.
+type groupRuns struct {
+	runs [][]int
+	of   []int // the run of each event
+	pos  []int // each event's position in its run
+}
+
+// inOrder returns the runs of events, nil when no event has a message
+// group (a standard queue): then order does not matter.
+func inOrder(events []*pipe.Event) *groupRuns {
+	grouped := false
+	for _, ev := range events {
+		if ev.Message.GroupID() != "" {
+			grouped = true
+			break
+		}
+	}
+	if !grouped {
+		return nil
+	}
+	r := &groupRuns{of: make([]int, len(events)), pos: make([]int, len(events))}
+	byGroup := make(map[string]int)
+	for i, ev := range events {
+		g := ev.Message.GroupID()
+		n, ok := byGroup[g]
+		if !ok || g == "" {
+			n = len(r.runs)
+			r.runs = append(r.runs, nil)
+			if g != "" {
+				byGroup[g] = n
+			}
+		}
+		r.of[i], r.pos[i] = n, len(r.runs[n])
+		r.runs[n] = append(r.runs[n], i)
+	}
+	return r
+}
+
+// after returns the events of i's run that come after i.
+func (r *groupRuns) after(i int) []int { return r.runs[r.of[i]][r.pos[i]+1:] }
+
 // sendOne sends one event as its own request; nil means a 2xx answer.
 func (t *Target) sendOne(ctx context.Context, ev *pipe.Event) error {
-	err := t.send(ctx, ev, ev.Payload, json.Valid(ev.Payload), nil)
-	if err != nil {
-		return fmt.Errorf("delivering event %s to %s %s: %w", ev.ID(), t.method, t.display, err)
+	if _, _, err := t.send(ctx, ev, ev.Payload, json.Valid(ev.Payload), false); err != nil {
+		err = fmt.Errorf("delivering event %s to %s %s: %w", ev.ID(), t.core.Method(), t.core.Display(), err)
+		return t.core.Secrets().Error(err)
 	}
 	return nil
 }
 
 // send makes one request for ev (the record dynamic parameters come from)
-// and classifies its outcome. onSuccess, when not nil, reads a 2xx answer;
-// its error is returned as is.
-func (t *Target) send(ctx context.Context, ev *pipe.Event, body []byte, isJSON bool, onSuccess func(status int, answer io.Reader) error) error {
-	reqCtx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
-	target := t.url
-	var extra [][2]string
+// and classifies its outcome (httpcore.Client.Do).
+func (t *Target) send(ctx context.Context, ev *pipe.Event, body []byte, isJSON, readAnswer bool) (int, []byte, error) {
+	req := httpcore.Request{Body: body, ContentType: httpcore.ContentText, ReadAnswer: readAnswer}
+	if isJSON {
+		req.ContentType = httpcore.ContentJSON
+	}
 	if !t.dyn.empty() {
 		var err error
-		if target, extra, err = t.dyn.render(t.url, ev); err != nil {
-			return pipe.Permanent(err)
+		if req.URL, req.Header, err = t.dyn.render(t.core.URL(), ev); err != nil {
+			return 0, nil, pipe.Permanent(err)
 		}
 	}
-	req, err := http.NewRequestWithContext(reqCtx, t.method, target, bytes.NewReader(body))
-	if err != nil {
-		return pipe.Permanent(fmt.Errorf("building the request: %w", err))
-	}
-	req.Header = t.header.Clone()
-	for _, h := range extra {
-		req.Header.Set(h[0], h[1])
-	}
-	if !t.batch && req.Header.Get("Content-Type") == "" {
-		if isJSON {
-			req.Header.Set("Content-Type", "application/json")
-		} else {
-			req.Header.Set("Content-Type", "text/plain; charset=utf-8")
-		}
-	}
-	if t.host != "" {
-		req.Host = t.host
-	}
-
-	resp, err := t.client.Do(req)
-	if err != nil {
-		// url.Error repeats the method and the full URL (query included):
-		// keep only its cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		switch {
-		case ctx.Err() != nil:
-			return fmt.Errorf("cancelled: %w", err)
-		case reqCtx.Err() != nil:
-			return fmt.Errorf("no answer within %s: %w", t.timeout, err)
-		default:
-			return fmt.Errorf("sending the request: %w", err)
-		}
-	}
-	defer func() {
-		_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
-		_ = resp.Body.Close()
-	}()
-
-	status := resp.StatusCode
-	if status >= 200 && status <= 299 {
-		if onSuccess == nil {
-			return nil
-		}
-		return onSuccess(status, resp.Body)
-	}
-
-	return httpclass.Failure(status, t.snippet(resp.Body))
-}
-
-// snippet reads the start of a failed answer and returns it scrubbed of
-// header values, on one line, at most maxSnippet bytes.
-func (t *Target) snippet(r io.Reader) string {
-	buf := make([]byte, snippetRead+1)
-	n, _ := io.ReadFull(r, buf)
-	return t.snippetOf(buf[:n])
-}
-
-// snippetOf returns the start of answer scrubbed of header values, on one
-// line, at most maxSnippet bytes.
-func (t *Target) snippetOf(answer []byte) string {
-	if len(answer) > snippetRead {
-		// Drop a tail that could hold the start of a secret cut by the
-		// limit, before scrubbing.
-		answer = answer[:max(0, snippetRead-httpclass.LongestSecret(t.secrets))]
-	}
-	return httpclass.Truncate(httpclass.Scrub(answer, t.secrets), maxSnippet)
+	return t.core.Do(ctx, req)
 }
 
 // inBatch returns whether an id names an event of the batch.

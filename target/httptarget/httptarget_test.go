@@ -2,16 +2,21 @@ package httptarget_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -552,5 +557,322 @@ func TestOneRequestPerEventKeepsAtMostMaxParallelInFlight(t *testing.T) {
 	}
 	if m := most.Load(); m > 3 {
 		t.Errorf("%d requests were in flight at once, want at most 3", m)
+	}
+}
+
+// sharedHeaders is a real transport that counts the distinct header maps
+// of the requests it sends.
+type sharedHeaders struct {
+	mu   sync.Mutex
+	seen []http.Header // kept alive, so that no two maps share an address
+}
+
+func (s *sharedHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.seen = append(s.seen, req.Header)
+	s.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func (s *sharedHeaders) distinct() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	maps := map[uintptr]bool{}
+	for _, h := range s.seen {
+		maps[reflect.ValueOf(h).Pointer()] = true
+	}
+	return len(maps)
+}
+
+func TestRequestsShareTheHeaderMapUnlessAHeaderIsRendered(t *testing.T) {
+	srv, _ := recording(t, func([]byte) int { return http.StatusOK })
+	tests := []struct {
+		name     string
+		batch    bool
+		headers  map[string]string
+		wantMaps int
+	}{
+		{"batches with fixed headers share one map", true, map[string]string{"Authorization": "Bearer t0ken"}, 1},
+		{"single events with fixed headers share one map", false, map[string]string{"Authorization": "Bearer t0ken"}, 1},
+		{"a rendered header gives each request its own map", false, map[string]string{"X-Id": "<$.messageId>"}, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &sharedHeaders{}
+			tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: tt.batch, Headers: tt.headers, MaxParallel: 1,
+				Client: &http.Client{Transport: tr}})
+			for range 2 {
+				if r, err := tg.Deliver(context.Background(), events("a", "b")); err != nil || len(r.Failures) > 0 {
+					t.Fatalf("Deliver = %v, %v", r, err)
+				}
+			}
+			if got := tr.distinct(); got != tt.wantMaps {
+				t.Errorf("requests used %d header maps, want %d", got, tt.wantMaps)
+			}
+		})
+	}
+}
+
+// errorTexts lists the text of err and of every error it wraps, and the
+// same for each item failure of r.
+func errorTexts(r pipe.Result, err error) []string {
+	var texts []string
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil {
+			return
+		}
+		texts = append(texts, e.Error())
+		switch w := e.(type) {
+		case interface{ Unwrap() error }:
+			walk(w.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, e := range w.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	for _, f := range r.Failures {
+		walk(f.Err)
+	}
+	return texts
+}
+
+// TestEchoedCredentialsNeverInErrors has a real server answer with the
+// credentials of a request (not the whole header value) in its body.
+func TestEchoedCredentialsNeverInErrors(t *testing.T) {
+	const token = "sk-live-0123456789abcdef"
+	const odd = "tok/en+with<html>&chars" // escaped when echoed in JSON or a URL
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("svc-user:pa55word-xyz"))
+	tests := []struct {
+		name    string
+		url     string // appended to the server URL
+		query   map[string]string
+		headers map[string]string
+		secret  string
+		status  int
+		answer  func(r *http.Request) string
+	}{
+		{"a 401 echoing the bearer token", "", nil, map[string]string{"Authorization": "Bearer " + token}, token, 401,
+			func(r *http.Request) string {
+				return "invalid token: " + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			}},
+		{"a 403 echoing a Token scheme's credentials", "", nil, map[string]string{"Authorization": "Token " + token}, token, 403,
+			func(r *http.Request) string { return `{"detail":"token ` + token + ` revoked"}` }},
+		{"a 401 echoing the decoded basic password", "", nil, map[string]string{"Authorization": basic}, "pa55word-xyz", 401,
+			func(r *http.Request) string { _, pw, _ := r.BasicAuth(); return "wrong password " + pw }},
+		{"a 500 echoing the token JSON-escaped", "", nil, map[string]string{"X-Api-Key": odd}, odd, 500,
+			func(r *http.Request) string {
+				b, _ := json.Marshal(map[string]string{"error": "bad key " + r.Header.Get("X-Api-Key")})
+				return string(b)
+			}},
+		{"a 400 echoing a query secret URL-escaped", "/in?api_key=" + url.QueryEscape(odd), nil, nil, odd, 400,
+			func(r *http.Request) string { return "bad request " + r.URL.RawQuery }},
+		{"a 400 echoing a query parameter secret", "", map[string]string{"sig": token}, nil, token, 400,
+			func(r *http.Request) string { return "bad signature " + r.URL.Query().Get("sig") }},
+		{"a 401 echoing the URL's password", "", nil, nil, "pa55word-xyz", 401,
+			func(r *http.Request) string { _, pw, _ := r.BasicAuth(); return "denied for " + pw }},
+		{"a 200 naming the token as a failed item", "", nil, map[string]string{"Authorization": "Bearer " + token}, token, 200,
+			func(r *http.Request) string {
+				return `{"batchItemFailures":[{"itemIdentifier":"` + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") + `"}]}`
+			}},
+	}
+	for _, tt := range tests {
+		for _, batch := range []bool{true, false} {
+			if tt.status == 200 && !batch {
+				continue // a single event's 2xx answer is not read
+			}
+			t.Run(fmt.Sprintf("%s (batch %v)", tt.name, batch), func(t *testing.T) {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.WriteHeader(tt.status)
+					_, _ = io.WriteString(w, tt.answer(r))
+				}))
+				t.Cleanup(srv.Close)
+				u := srv.URL + tt.url
+				if strings.Contains(tt.name, "URL's password") {
+					u = strings.Replace(u, "http://", "http://svc-user:pa55word-xyz@", 1)
+				}
+				tg := newTarget(t, httptarget.Config{URL: u, Batch: batch, Headers: tt.headers, Query: tt.query})
+				r, err := tg.Deliver(context.Background(), events("a", "b"))
+				texts := errorTexts(r, err)
+				if len(texts) == 0 {
+					t.Fatal("Deliver succeeded, want errors")
+				}
+				if !strings.Contains(strings.Join(texts, "\n"), "[redacted]") {
+					t.Errorf("errors %q do not show where the secret was redacted", texts)
+				}
+				quoted, _ := json.Marshal(tt.secret)
+				parts := []string{tt.secret, tt.secret[:8], tt.secret[len(tt.secret)-8:], url.QueryEscape(tt.secret), string(quoted[1 : len(quoted)-1])}
+				for _, text := range texts {
+					for _, part := range parts {
+						if strings.Contains(text, part) {
+							t.Errorf("error %q contains %q, part of the secret", text, part)
+						}
+					}
+				}
+				wantPermanent := tt.status >= 400 && tt.status < 500
+				for _, e := range append([]error{err}, func() (es []error) {
+					for _, f := range r.Failures {
+						es = append(es, f.Err)
+					}
+					return es
+				}()...) {
+					if e != nil && tt.status != 200 && pipe.IsPermanent(e) != wantPermanent {
+						t.Errorf("error %v: permanent = %v, want %v", e, pipe.IsPermanent(e), wantPermanent)
+					}
+					if e != nil && tt.status == 200 && !errors.Is(e, pipe.ErrMalformedAnswer) {
+						t.Errorf("error %v no longer wraps ErrMalformedAnswer", e)
+					}
+				}
+			})
+		}
+	}
+}
+
+// grouped makes one event per "group/id" (or "id" without a group), as a
+// FIFO queue's records carry their MessageGroupId.
+func grouped(specs ...string) []*pipe.Event {
+	evs := make([]*pipe.Event, len(specs))
+	for i, s := range specs {
+		group, id, ok := strings.Cut(s, "/")
+		if !ok {
+			group, id = "", s
+		}
+		evs[i] = &pipe.Event{
+			Message: &pipe.Message{MessageID: id, Body: id, Attributes: map[string]string{}},
+			Payload: []byte(`{"id":"` + id + `"}`),
+		}
+		if group != "" {
+			evs[i].Message.Attributes[pipe.AttrMessageGroupID] = group
+		}
+	}
+	return evs
+}
+
+// arrivals starts a server that records the ids of the requests in the
+// order they arrive, sleeping a little at random before answering with
+// status(id).
+func arrivals(t *testing.T, status func(id string) int) (*httptest.Server, func() []string, *atomic.Int32) {
+	t.Helper()
+	var mu sync.Mutex
+	var ids []string
+	var inFlight, most atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		var body struct{ ID string }
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		ids = append(ids, body.ID)
+		mu.Unlock()
+		time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+		w.WriteHeader(status(body.ID))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(ids)
+	}, &most
+}
+
+func TestOneRequestPerEventKeepsTheOrderOfEachMessageGroup(t *testing.T) {
+	// Four groups interleaved, and events without a group between them.
+	var specs []string
+	for i := range 10 {
+		for _, g := range []string{"g1", "g2", "g3", "g4"} {
+			specs = append(specs, fmt.Sprintf("%s/%s-%02d", g, g, i))
+		}
+		specs = append(specs, fmt.Sprintf("loose-%02d", i))
+	}
+	for round := range 3 {
+		srv, got, most := arrivals(t, func(string) int { return http.StatusOK })
+		tg := newTarget(t, httptarget.Config{URL: srv.URL})
+		r, err := tg.Deliver(context.Background(), grouped(specs...))
+		if err != nil || len(r.Failures) > 0 {
+			t.Fatalf("round %d: Deliver = %v, %v; want success", round, r, err)
+		}
+		order := map[string][]string{}
+		for _, id := range got() {
+			if g, _, ok := strings.Cut(id, "-"); ok && g != "loose" {
+				order[g] = append(order[g], id)
+			}
+		}
+		for _, g := range []string{"g1", "g2", "g3", "g4"} {
+			if !slices.IsSorted(order[g]) || len(order[g]) != 10 {
+				t.Errorf("round %d: group %s arrived as %v, want its 10 events in batch order", round, g, order[g])
+			}
+		}
+		if n := len(got()); n != len(specs) {
+			t.Errorf("round %d: server got %d requests, want %d", round, n, len(specs))
+		}
+		if m := most.Load(); m < 2 || m > 16 {
+			t.Errorf("round %d: %d requests were in flight at most, want groups in parallel, 16 at most", round, m)
+		}
+	}
+}
+
+func TestOneRequestPerEventStopsAMessageGroupAtItsFirstFailure(t *testing.T) {
+	batch := []string{"A/a1", "B/b1", "A/a2", "x1", "B/b2", "A/a3", "x2", "A/a4", "B/b3"}
+	tests := []struct {
+		name        string
+		statuses    map[string]int // others answer 200
+		maxParallel int
+		wantNotSent []string // failed, held back
+		wantFailed  []string // failed by the server
+	}{
+		{"a retryable failure holds back the rest of its group", map[string]int{"a2": 500}, 0,
+			[]string{"a3", "a4"}, []string{"a2"}},
+		{"a permanent failure holds back the rest of its group too", map[string]int{"b1": 400}, 0,
+			[]string{"b2", "b3"}, []string{"b1"}},
+		{"the last event of a group holds back nothing", map[string]int{"a4": 503}, 0,
+			nil, []string{"a4"}},
+		{"an event without a group holds back nothing", map[string]int{"x1": 500}, 0,
+			nil, []string{"x1"}},
+		{"one request at a time holds back the same", map[string]int{"a1": 500, "b2": 404}, 1,
+			[]string{"a2", "a3", "a4", "b3"}, []string{"a1", "b2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, got, _ := arrivals(t, func(id string) int { return cmp.Or(tt.statuses[id], http.StatusOK) })
+			tg := newTarget(t, httptarget.Config{URL: srv.URL, MaxParallel: tt.maxParallel})
+			r, err := tg.Deliver(context.Background(), grouped(batch...))
+			if err != nil {
+				t.Fatalf("Deliver: %v", err)
+			}
+			seen := got()
+			for _, id := range tt.wantNotSent {
+				if slices.Contains(seen, id) {
+					t.Errorf("%s was sent after an earlier event of its group failed", id)
+				}
+			}
+			if len(seen) != len(batch)-len(tt.wantNotSent) {
+				t.Errorf("server got %v", seen)
+			}
+			want := slices.Sorted(slices.Values(append(slices.Clone(tt.wantFailed), tt.wantNotSent...)))
+			if ids := slices.Sorted(slices.Values(failedIDs(r))); !slices.Equal(ids, want) {
+				t.Errorf("failed = %v, want %v", ids, want)
+			}
+			for _, f := range r.Failures {
+				if !slices.Contains(tt.wantNotSent, f.ID) {
+					continue
+				}
+				if pipe.IsPermanent(f.Err) || !strings.Contains(f.Err.Error(), "an earlier message") {
+					t.Errorf("%s: error %v, want a retryable one saying an earlier message of the group failed", f.ID, f.Err)
+				}
+			}
+		})
+	}
+}
+
+func TestOneRequestPerEventThrottledAtTheHeadOfEveryGroupThrottlesTheBatch(t *testing.T) {
+	srv, _, _ := arrivals(t, func(string) int { return http.StatusTooManyRequests })
+	tg := newTarget(t, httptarget.Config{URL: srv.URL})
+	_, err := tg.Deliver(context.Background(), grouped("A/a1", "A/a2", "B/b1", "B/b2"))
+	if !pipe.IsThrottled(err) {
+		t.Fatalf("error = %v, want a whole-batch Throttled error", err)
 	}
 }

@@ -32,7 +32,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/awsclient"
 	"github.com/pipesproject/pipes/internal/batching"
-	"github.com/pipesproject/pipes/internal/httpclass"
+	"github.com/pipesproject/pipes/internal/httpcore"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -237,8 +237,8 @@ func functionError(kind string, payload []byte) *FunctionError {
 	} else {
 		e.Message = string(payload)
 	}
-	e.Type = httpclass.Truncate(e.Type, 256)
-	e.Message = httpclass.Truncate(e.Message, maxFunctionError)
+	e.Type = httpcore.Truncate(e.Type, 256)
+	e.Message = httpcore.Truncate(e.Message, maxFunctionError)
 	return e
 }
 

@@ -1,6 +1,7 @@
-package httpclass
+package httpcore
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -42,7 +43,7 @@ func TestFailureClassifiesTheStatus(t *testing.T) {
 }
 
 func TestScrubRedactsSecretsAndKeepsOneLine(t *testing.T) {
-	secrets := [][]byte{[]byte("Bearer s3cr3t"), []byte("k3y!")}
+	secrets := NewSecrets([]string{"Bearer s3cr3t", "k3y!"})
 	tests := []struct{ name, in, want string }{
 		{"plain text is kept", "not found", "not found"},
 		{"secrets are redacted", "bad token Bearer s3cr3t and k3y!", "bad token [redacted] and [redacted]"},
@@ -52,16 +53,16 @@ func TestScrubRedactsSecretsAndKeepsOneLine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Scrub([]byte(tt.in), secrets); got != tt.want {
+			if got := secrets.Scrub([]byte(tt.in)); got != tt.want {
 				t.Errorf("Scrub(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
 	}
-	if got := LongestSecret(secrets); got != len("Bearer s3cr3t") {
-		t.Errorf("LongestSecret = %d", got)
+	if got := secrets.longest(); got != len(url.PathEscape("Bearer s3cr3t")) {
+		t.Errorf("longest = %d", got)
 	}
-	if got := LongestSecret(nil); got != 0 {
-		t.Errorf("LongestSecret(nil) = %d", got)
+	if got := (*Secrets)(nil).longest(); got != 0 {
+		t.Errorf("longest of nil = %d", got)
 	}
 }
 
@@ -114,9 +115,9 @@ func FuzzScrubAndTruncate(f *testing.F) {
 	for _, s := range []string{"plain", "tok3n in\nlines", "\xff\xfe", strings.Repeat("é", 200)} {
 		f.Add(s)
 	}
-	secrets := [][]byte{[]byte("tok3n")}
+	secrets := NewSecrets([]string{"tok3n"})
 	f.Fuzz(func(t *testing.T, s string) {
-		got := Truncate(Scrub([]byte(s), secrets), 64)
+		got := Truncate(secrets.Scrub([]byte(s)), 64)
 		if len(got) > 64 || !utf8.ValidString(got) || strings.Contains(got, "tok3n") || strings.ContainsAny(got, "\n\r\t") {
 			t.Fatalf("Scrub and Truncate of %q gave %q", s, got)
 		}
@@ -125,9 +126,9 @@ func FuzzScrubAndTruncate(f *testing.F) {
 
 func BenchmarkScrubA4KAnswer(b *testing.B) {
 	answer := []byte(strings.Repeat("error: upstream failed, token tok3n\n", 4<<10/36))
-	secrets := [][]byte{[]byte("tok3n")}
+	secrets := NewSecrets([]string{"Bearer tok3n"})
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = Truncate(Scrub(answer, secrets), 256)
+		_ = Truncate(secrets.Scrub(answer), 256)
 	}
 }

@@ -1,11 +1,12 @@
-// Package httpclass holds what pipes' HTTP enrichment and HTTP target
-// share: classifying a non-2xx answer into pipe.Permanent, pipe.Throttled
-// or retryable, quoting the start of a failed answer with header values
-// redacted, and checking header names and values.
-package httpclass
+// Package httpcore is the HTTP client core that pipes' http enrichment and
+// http target share: checking the configuration (URL, method, headers),
+// building and sending a request, reading the answer with a size cap,
+// classifying a non-2xx answer into pipe.Permanent, pipe.Throttled or
+// retryable, and keeping secrets (header values, URL credentials) out of
+// every error text.
+package httpcore
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"strings"
@@ -39,34 +40,7 @@ func Failure(status int, snippet string) error {
 	}
 }
 
-// LongestSecret returns the length of the longest of secrets, 0 for none.
-func LongestSecret(secrets [][]byte) int {
-	n := 0
-	for _, s := range secrets {
-		n = max(n, len(s))
-	}
-	return n
-}
-
-// Scrub replaces each of secrets in b by "[redacted]", turns control
-// characters and invalid UTF-8 into spaces and collapses runs of spaces,
-// so that b can be quoted on one line.
-func Scrub(b []byte, secrets [][]byte) string {
-	for _, s := range secrets {
-		b = bytes.ReplaceAll(b, s, []byte("[redacted]"))
-	}
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r == utf8.RuneError && size <= 1 || unicode.IsControl(r) {
-			r = ' '
-		}
-		sb.WriteRune(r)
-		b = b[size:]
-	}
-	return strings.Join(strings.Fields(sb.String()), " ")
-}
+func isControl(r rune) bool { return unicode.IsControl(r) }
 
 // Truncate cuts s to at most n bytes on a rune boundary, marking the cut
 // with "…" (counted in the n bytes).

@@ -1,0 +1,184 @@
+package httpcore
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pipesproject/pipes/pipe"
+)
+
+func kindOf(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case pipe.IsThrottled(err):
+		return "throttled"
+	case pipe.IsPermanent(err):
+		return "permanent"
+	default:
+		return "retryable"
+	}
+}
+
+func newClient(t *testing.T, cfg Config) *Client {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestDoClassifiesEveryOutcome sends one request per row to a real server.
+func TestDoClassifiesEveryOutcome(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/status/{code}", func(w http.ResponseWriter, r *http.Request) {
+		var code int
+		for _, c := range r.PathValue("code") {
+			code = code*10 + int(c-'0')
+		}
+		if code >= 300 && code <= 399 {
+			w.Header().Set("Location", "/status/200")
+		}
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, "answer of "+r.PathValue("code"))
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Second):
+		}
+	})
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(make([]byte, MaxAnswer+1))
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close() // a port nothing listens on
+
+	tests := []struct {
+		name, url, wantKind, wantText string
+	}{
+		{"a 200 succeeds and its answer is read", srv.URL + "/status/200", "ok", ""},
+		{"a 204 succeeds", srv.URL + "/status/204", "ok", ""},
+		{"a 429 is throttled", srv.URL + "/status/429", "throttled", `answered 429 Too Many Requests: "answer of 429"`},
+		{"a 408 is retryable", srv.URL + "/status/408", "retryable", "answered 408"},
+		{"a 500 is retryable", srv.URL + "/status/500", "retryable", "answered 500"},
+		{"a 503 is retryable", srv.URL + "/status/503", "retryable", "answered 503"},
+		{"a 400 is permanent", srv.URL + "/status/400", "permanent", "answered 400"},
+		{"a 401 is permanent", srv.URL + "/status/401", "permanent", "answered 401"},
+		{"a 404 is permanent", srv.URL + "/status/404", "permanent", "answered 404"},
+		{"a redirect is permanent and not followed", srv.URL + "/status/302", "permanent", "redirects are not followed"},
+		{"a refused connection is retryable", down.URL, "retryable", "sending the request"},
+		{"no answer within the timeout is retryable", srv.URL + "/slow", "retryable", "no answer within 200ms"},
+		{"an answer over the cap is an error", srv.URL + "/big", "retryable", ErrAnswerTooLarge.Error()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClient(t, Config{URL: tt.url, Timeout: 200 * time.Millisecond})
+			_, answer, err := c.Do(context.Background(), Request{Body: []byte("{}"), ContentType: ContentJSON, ReadAnswer: true})
+			if got := kindOf(err); got != tt.wantKind {
+				t.Fatalf("Do: %s (%v), want %s", got, err, tt.wantKind)
+			}
+			if err != nil && !strings.Contains(err.Error(), tt.wantText) {
+				t.Errorf("error %q does not contain %q", err, tt.wantText)
+			}
+			if err != nil && strings.Contains(err.Error(), "127.0.0.1:") && !strings.Contains(tt.name, "refused") {
+				t.Errorf("error %q quotes the URL", err)
+			}
+			if tt.name == "a 200 succeeds and its answer is read" && string(answer) != "answer of 200" {
+				t.Errorf("answer = %q", answer)
+			}
+		})
+	}
+}
+
+// headerRecorder is a real transport that notes the header map of each
+// request it sends.
+type headerRecorder struct {
+	mu   sync.Mutex
+	hdrs []http.Header // kept alive, so that no two maps share an address
+}
+
+func (r *headerRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.hdrs = append(r.hdrs, req.Header)
+	r.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func TestDoCopiesTheHeaderOnlyWhenARequestAddsToIt(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(srv.Close)
+	tests := []struct {
+		name      string
+		headers   map[string]string
+		req       Request
+		wantShare bool
+		wantType  string
+	}{
+		{"a JSON request shares the header", nil, Request{ContentType: ContentJSON}, true, ContentJSON},
+		{"a text request shares the header", nil, Request{ContentType: ContentText}, true, ContentText},
+		{"a configured Content-Type wins and is shared", map[string]string{"Content-Type": "application/x-ndjson"},
+			Request{ContentType: ContentJSON}, true, "application/x-ndjson"},
+		{"another content type copies it", nil, Request{ContentType: "application/xml"}, false, "application/xml"},
+		{"a rendered header copies it", nil, Request{ContentType: ContentJSON, Header: [][2]string{{"X-Id", "1"}}}, false, ContentJSON},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &headerRecorder{}
+			c := newClient(t, Config{URL: srv.URL, Headers: tt.headers, Client: &http.Client{Transport: rec}})
+			for range 3 {
+				if _, _, err := c.Do(context.Background(), tt.req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := func(i int) uintptr { return reflect.ValueOf(rec.hdrs[i]).Pointer() }
+			shared := p(0) == p(1) && p(1) == p(2)
+			if shared != tt.wantShare {
+				t.Errorf("requests shared one header map: %v, want %v", shared, tt.wantShare)
+			}
+			if got := rec.hdrs[2].Get("Content-Type"); got != tt.wantType {
+				t.Errorf("Content-Type = %q, want %q", got, tt.wantType)
+			}
+		})
+	}
+}
+
+func TestHostHeaderSetsTheRequestHost(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r.Host }))
+	t.Cleanup(srv.Close)
+	c := newClient(t, Config{URL: srv.URL, Headers: map[string]string{"host": "api.internal"}})
+	if _, _, err := c.Do(context.Background(), Request{}); err != nil {
+		t.Fatal(err)
+	}
+	if got != "api.internal" {
+		t.Errorf("server saw host %q, want api.internal", got)
+	}
+}
+
+func TestNewReportsEveryProblemWithoutHeaderValues(t *testing.T) {
+	_, err := New(Config{URL: "ftp://x", Method: "GET X", Timeout: -1,
+		Headers: map[string]string{"bad name": "v", "X-Key": "s3cr3t\n"}})
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{"scheme", "method", "timeout", `header name "bad name"`, `header "X-Key" has a value with control characters`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("error %q shows a header value", err)
+	}
+}
