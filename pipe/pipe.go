@@ -158,6 +158,9 @@ type Pipe struct {
 	met  *pipeMetrics
 	wake chan struct{}
 
+	abortOnce sync.Once
+	abort     chan struct{} // closed by Abort
+
 	mu          sync.Mutex
 	info        SourceInfo
 	visibility  time.Duration
@@ -232,9 +235,17 @@ func New(opt Options) (*Pipe, error) {
 		log:  log,
 		exec: newExecLog(log, opt.LogLevel, opt.IncludeExecutionData),
 		met:  opt.Metrics.forPipe(opt.Name),
-		wake: make(chan struct{}, 1),
+		wake:  make(chan struct{}, 1),
+		abort: make(chan struct{}),
 	}, nil
 }
+
+// Abort cuts a stop short: a Run that is stopping (its ctx is done) acts
+// at once as if ShutdownTimeout had passed: target calls and receives are
+// cancelled and everything unfinished is released. Before the stop it
+// only marks the pipe so that the stop is immediate. It is what a second
+// SIGTERM does. Safe for concurrent use; it does not block.
+func (p *Pipe) Abort() { p.abortOnce.Do(func() { close(p.abort) }) }
 
 // Name is the pipe's name.
 func (p *Pipe) Name() string { return p.opt.Name }
@@ -356,6 +367,14 @@ func (p *Pipe) Run(ctx context.Context) error {
 	select {
 	case <-done:
 		timer.Stop()
+	case <-p.abort:
+		timer.Stop()
+		p.log.Warn("stop forced, releasing unfinished messages")
+		cancelWork()
+		select {
+		case <-done:
+		case <-time.After(stopGrace):
+		}
 	case <-timer.C:
 		p.log.Warn("shutdown timeout reached, releasing unfinished messages", "timeout", p.opt.ShutdownTimeout.String())
 		cancelWork() // receives and target calls are cancelled; their messages are released

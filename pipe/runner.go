@@ -36,6 +36,14 @@ func (r *Runner) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
+// Abort cuts the stop of every pipe short (see Pipe.Abort): what a second
+// SIGTERM or Ctrl-C does. It does not block.
+func (r *Runner) Abort() {
+	for _, p := range r.pipes {
+		p.Abort()
+	}
+}
+
 // Ready reports whether every pipe is polling (for readiness probes: false
 // while starting and while draining).
 func (r *Runner) Ready() bool {
