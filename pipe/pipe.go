@@ -231,10 +231,10 @@ func New(opt Options) (*Pipe, error) {
 	}
 	log := opt.Logger.With("pipe", opt.Name)
 	return &Pipe{
-		opt:  opt,
-		log:  log,
-		exec: newExecLog(log, opt.LogLevel, opt.IncludeExecutionData),
-		met:  opt.Metrics.forPipe(opt.Name),
+		opt:   opt,
+		log:   log,
+		exec:  newExecLog(log, opt.LogLevel, opt.IncludeExecutionData),
+		met:   opt.Metrics.forPipe(opt.Name),
 		wake:  make(chan struct{}, 1),
 		abort: make(chan struct{}),
 	}, nil
