@@ -1,0 +1,264 @@
+package pipe_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source/memory"
+)
+
+// Defect 5: the 6 MB limit counts what the target is sent, the record JSON
+// (a body of quotes doubles when escaped), not the message's size.
+func TestTheSixMegabyteLimitCountsTheRecordJSON(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "quotes", memory.Options{})
+	quoted := strings.Repeat(`"`, 900*1000) // 0.9 MB, 1.8 MB as JSON
+	send(t, q, bodies(10, quoted+"%d")...)
+	var mu sync.Mutex
+	var sizes []int
+	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+		n := len(events) + 1 // the array's brackets and commas
+		for _, ev := range events {
+			n += len(ev.Payload)
+		}
+		mu.Lock()
+		sizes = append(sizes, n)
+		mu.Unlock()
+		return pipe.Result{}, nil
+	})
+	runDrain(t, pipe.Options{Source: drainable{q}, Target: target, BatchSize: 100, BatchWindow: time.Second})
+	total := 0
+	for _, s := range sizes {
+		if s > pipe.MaxBatchBytes {
+			t.Fatalf("a batch of %d bytes of record JSON passes 6 MB (batches %v)", s, sizes)
+		}
+		total += s
+	}
+	if total < 10*1800*1000 {
+		t.Fatalf("batches %v carry %d bytes, want all 10 records", sizes, total)
+	}
+}
+
+// Defect 9: after the stop, a target that ignores the cancellation of its
+// call does not hold Run past the shutdown timeout plus a few seconds; its
+// messages are released and its late verdicts refused.
+func TestShutdownTimeoutIsEnforcedOnATargetThatIgnoresCancellation(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: time.Hour})
+	send(t, q, bodies(10, `{"n":%d}`)...)
+	started := make(chan struct{}, 10)
+	unblock := make(chan struct{})
+	target := pipe.TargetFunc(func(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
+		started <- struct{}{}
+		<-unblock // ignores ctx
+		return pipe.Result{}, nil
+	})
+	metrics := pipe.NewMetrics(nil)
+	p, err := pipe.New(pipe.Options{Source: q, Target: target, ShutdownTimeout: 300 * time.Millisecond, Metrics: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	<-started
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run waited for a target that ignores its context")
+	}
+	if st := q.Stats(); st.Visible != 10 || st.Deleted != 0 {
+		t.Fatalf("after the stop: %+v, want all 10 released", st)
+	}
+	close(unblock) // the abandoned batch now answers: its acks are refused
+	waitUntil(t, func() bool { return testutil.ToFloat64(metrics.DoubleSettles.WithLabelValues("pipe")) == 10 })
+	if st := q.Stats(); st.Deleted != 0 {
+		t.Fatalf("a late verdict was applied: %+v", st)
+	}
+}
+
+// Abort (a second signal) ends the stop at once, releasing what is in
+// flight, without waiting for the shutdown timeout.
+func TestAbortCutsTheStopShort(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: time.Hour})
+	send(t, q, bodies(5, `{"n":%d}`)...)
+	started := make(chan struct{}, 10)
+	target := pipe.TargetFunc(func(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return pipe.Result{}, ctx.Err()
+	})
+	p, err := pipe.New(pipe.Options{Source: q, Target: target, ShutdownTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	<-started
+	cancel()
+	time.Sleep(50 * time.Millisecond)
+	p.Abort()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after Abort")
+	}
+	if st := q.Stats(); st.Visible != 5 {
+		t.Fatalf("after Abort: %+v, want all 5 released", st)
+	}
+}
+
+// Defect 10: messages received while the pipe stops are released and their
+// bytes given back to a shared budget.
+func TestAStoppingPipeGivesEveryByteBackToTheBudget(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{WaitTime: 2 * time.Second})
+	budget := pipe.NewBudget(1 << 20)
+	p, err := pipe.New(pipe.Options{Source: q, Target: &recorder{}, Budget: budget, InitialConcurrency: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	waitUntil(t, p.Ready)
+	time.Sleep(100 * time.Millisecond) // the receive is long-polling
+	cancel()
+	send(t, q, bodies(3, `{"late":%d}`)...) // taken by the poll under way
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if u := budget.Used(); u != 0 {
+		t.Fatalf("the budget holds %d bytes after the pipe stopped, want 0", u)
+	}
+	if st := q.Stats(); st.Visible+int(st.Deleted) != 3 || st.InFlight != 0 {
+		t.Fatalf("after the stop: %+v, want the late messages delivered or released", st)
+	}
+}
+
+// Partial failures named by the target do not shrink concurrency (Lambda
+// does not scale down on partial batch responses); batches failing whole
+// do.
+func TestNamedItemFailuresDoNotShrinkConcurrency(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		target pipe.Target
+		shrink bool
+	}{
+		{"every item named failed", pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+			ids := make([]string, len(events))
+			for i, ev := range events {
+				ids[i] = ev.ID()
+			}
+			return pipe.Fail(pipe.ErrReportedFailed, ids...), nil
+		}), false},
+		{"the target call fails", pipe.TargetFunc(func(context.Context, []*pipe.Event) (pipe.Result, error) {
+			return pipe.Result{}, errors.New("503 service unavailable")
+		}), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := memory.NewBroker()
+			q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: 100 * time.Millisecond})
+			send(t, q, bodies(200, `{"n":%d}`)...)
+			p, err := pipe.New(pipe.Options{Source: q, Target: tt.target, InitialConcurrency: 8, MaxConcurrency: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+			defer cancel()
+			_ = p.Run(ctx)
+			if shrunk := p.Concurrency() < 8; shrunk != tt.shrink {
+				t.Fatalf("concurrency %d after 2.5 s, shrink %v, want %v", p.Concurrency(), shrunk, tt.shrink)
+			}
+		})
+	}
+}
+
+// A target outage longer than maxReceiveCount × visibility dead-letters
+// nothing: the circuit opens, polling stops, the failed batches are held
+// (invisible, no receive spent) and probed until the target works again.
+func TestATargetOutageBurnsNoReceiveCount(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: 200 * time.Millisecond, MaxReceiveCount: 3, DeadLetterQueue: "orders-dlq"})
+	send(t, q, bodies(50, `{"n":%d}`)...)
+	var down atomic.Bool
+	down.Store(true)
+	var calls atomic.Int64
+	var delivered sync.Map
+	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+		calls.Add(1)
+		if down.Load() {
+			return pipe.Result{}, errors.New("dial tcp 127.0.0.1:9: connect: connection refused")
+		}
+		for _, ev := range events {
+			delivered.Store(ev.ID(), true)
+		}
+		return pipe.Result{}, nil
+	})
+	metrics := pipe.NewMetrics(nil)
+	p, err := pipe.New(pipe.Options{Name: "orders", Source: drainable{q}, Target: target, Metrics: metrics, Drain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- p.Run(context.Background()) }()
+	// 4 s of outage: 20 visibility timeouts, enough to dead-letter
+	// everything 6 times over without the breaker.
+	waitUntil(t, func() bool { return testutil.ToFloat64(metrics.CircuitOpen.WithLabelValues("orders")) == 1 })
+	if p.Ready() || p.LastError() == nil || !strings.Contains(p.LastError().Error(), "circuit open") {
+		t.Errorf("while the circuit is open: ready %v, last error %v; want not ready with the reason", p.Ready(), p.LastError())
+	}
+	time.Sleep(4 * time.Second)
+	if n := calls.Load(); n > 30 {
+		t.Errorf("%d target calls in the outage, want a few probes", n)
+	}
+	down.Store(false)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the pipe did not drain after the target came back")
+	}
+	dlq, _ := b.Lookup("orders-dlq")
+	if n := len(dlq.Snapshot()); n != 0 {
+		t.Fatalf("%d messages dead-lettered by a target outage, want 0", n)
+	}
+	n := 0
+	delivered.Range(func(any, any) bool { n++; return true })
+	if n != 50 {
+		t.Fatalf("%d delivered, want 50", n)
+	}
+	if got := testutil.ToFloat64(metrics.CircuitOpen.WithLabelValues("orders")); got != 0 {
+		t.Fatalf("circuit_open = %v after the target came back, want 0", got)
+	}
+}
+
+// Messages whose last receive allowed by the redrive policy failed are
+// counted as dead-lettered: the queue moves them to its DLQ.
+func TestTheLastAllowedReceiveCountsAsDeadLettered(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: 100 * time.Millisecond, MaxReceiveCount: 2, DeadLetterQueue: "orders-dlq"})
+	send(t, q, `{"bad":1}`, `{"ok":1}`)
+	rec := &recorder{fail: func(ev *pipe.Event) bool { return strings.Contains(ev.Message.Body, "bad") }}
+	metrics := pipe.NewMetrics(nil)
+	runDrain(t, pipe.Options{Name: "orders", Source: drainable{q}, Target: rec, Metrics: metrics})
+	if got := testutil.ToFloat64(metrics.DeadLettered.WithLabelValues("orders")); got != 1 {
+		t.Fatalf("messages_dead_lettered_total = %v, want 1", got)
+	}
+}
