@@ -1,7 +1,3 @@
-// Package pipe is the pipes runtime: one Pipe polls a Source, forms batches,
-// filters, enriches, hands the batch to a Target and settles every message by
-// its outcome; a Runner runs many pipes. It owns the contracts that sources,
-// filters, enrichers and targets implement; it imports none of them.
 package pipe
 
 import (

@@ -412,7 +412,7 @@ func (p *Pipe) giveBack(ds []*Delivery) {
 // closeAll releases what the source, enrichment and targets hold, once
 // everything is settled.
 func (p *Pipe) closeAll() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	for _, c := range []any{p.opt.Source, p.opt.Enricher, p.opt.Target, p.opt.DeadLetter} {
 		if cl, ok := c.(Closer); ok && c != nil {
