@@ -380,6 +380,11 @@ var awsTargetKeys = map[string][]string{
 	"lambda":      {"function_name", "invocation_type"},
 }
 
+// maxInRunner is the longest a message may be worked on inside the runner:
+// SQS's 12 h visibility cap from the receive, less a margin for the batch
+// window and the dead-letter send.
+const maxInRunner = 12*time.Hour - 10*time.Minute
+
 func (d *decoder) retry(b *block) *Retry {
 	r := &Retry{
 		MaxAttempts: b.integer("max_attempts", 3, 1, 100),
@@ -432,6 +437,14 @@ func (d *decoder) target(b *block) Target {
 	}
 	if rb := b.sub("retry", []string{"max_attempts", "backoff", "min_delay", "max_delay", "max_event_age", "jitter"}); rb != nil {
 		t.Retry = d.retry(rb)
+		// Retries inside the runner keep the message invisible by the
+		// heartbeat, which SQS caps at 12 h from the receive.
+		r := t.Retry
+		if worst := time.Duration(r.MaxAttempts)*t.Timeout + time.Duration(r.MaxAttempts-1)*r.MaxDelay; worst > maxInRunner {
+			d.errorf(rb.at("max_attempts"), rb.field("max_attempts"),
+				"retries inside the runner can take up to %s (%d attempts of timeout %s, %d delays of up to %s), past SQS's 12h cap on a message's invisibility: lower max_attempts, max_delay or timeout",
+				worst, r.MaxAttempts, t.Timeout, r.MaxAttempts-1, r.MaxDelay)
+		}
 	}
 	require := func(key, what string) {
 		if !b.has(key) {
