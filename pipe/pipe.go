@@ -481,11 +481,21 @@ func (p *Pipe) adviseOnQueue(info SourceInfo) {
 func (p *Pipe) schedule(poll, work context.Context, batches, receives *conc.WaitGroup) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	dryFull := false
 	for {
 		p.dispatch(work, batches)
 		var budgetWait <-chan struct{}
 		var errWait, rateWait, probeWait <-chan time.Time
 		p.mu.Lock()
+		if p.opt.DryRun && p.dryHeld >= dryRunHold && !dryFull {
+			dryFull = true
+			if p.opt.Drain {
+				p.drained = true
+			}
+			p.mu.Unlock()
+			p.log.Warn("the dry run keeps as many messages hidden as it may; polling pauses until the stop releases them", "held", dryRunHold)
+			p.mu.Lock()
+		}
 		if p.opt.Drain && p.drained {
 			p.mu.Unlock()
 			return
@@ -588,7 +598,7 @@ func (p *Pipe) roomLocked() int {
 	}
 	room := (p.conc-p.inflight)*p.opt.BatchSize - p.batches.pending() - p.reserved
 	if p.opt.DryRun {
-		room = min(room, dryRunHold-p.dryHeld-p.reserved)
+		room = min(room, dryRunHold-p.set.tracked()-p.reserved)
 	}
 	return room
 }

@@ -262,3 +262,35 @@ func TestTheLastAllowedReceiveCountsAsDeadLettered(t *testing.T) {
 		t.Fatalf("messages_dead_lettered_total = %v, want 1", got)
 	}
 }
+
+// A dry run on a live queue keeps at most 10,000 messages hidden: polling
+// pauses there, so memory does not grow without bound; the stop releases
+// them all, and nothing is deleted.
+func TestADryRunHoldsABoundedNumberOfMessages(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: time.Hour})
+	const n = 10_300
+	for i := 0; i < n; i += 100 {
+		send(t, q, bodies(100, `{"n":%d}`)...)
+	}
+	p, err := pipe.New(pipe.Options{Source: q, Target: &recorder{}, DryRun: true, InitialConcurrency: 50, MaxConcurrency: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	waitUntil(t, func() bool { return q.Stats().InFlight >= 10_000 })
+	time.Sleep(300 * time.Millisecond)
+	st := q.Stats()
+	if st.InFlight > 10_000+pipe.MaxReceive || int(st.Received) > 10_000+pipe.MaxReceive {
+		t.Fatalf("the dry run holds %d messages (%d received), want at most 10,000 and one receive", st.InFlight, st.Received)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := q.Stats(); st.Visible != n || st.Deleted != 0 {
+		t.Fatalf("after the dry run: %+v, want all %d visible and none deleted", st, n)
+	}
+}
