@@ -45,6 +45,7 @@ type settler struct {
 	log     *slog.Logger
 	met     *pipeMetrics
 	budget  *Budget
+	onErr   func(error)
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -82,28 +83,48 @@ const (
 	opTerm
 )
 
-func newSettler(p *Pipe, workers int) *settler {
+// settlerConfig is what a settler works with.
+type settlerConfig struct {
+	src     Source
+	vis     time.Duration
+	backoff *Backoff
+	dead    *deadLetterer
+	log     *slog.Logger
+	met     *pipeMetrics
+	budget  *Budget
+	// onErr, when set, is told of every failed call (besides the log).
+	onErr func(error)
+}
+
+func (p *Pipe) settlerConfig() settlerConfig {
+	c := settlerConfig{src: p.opt.Source, vis: p.visibility, backoff: p.opt.RetryBackoff, log: p.log, met: p.met, budget: p.opt.Budget}
+	if p.opt.DeadLetter != nil {
+		c.dead = &deadLetterer{target: p.opt.DeadLetter, pipe: p.opt.Name, sourceARN: p.info.ARN}
+	}
+	return c
+}
+
+func newSettler(c settlerConfig, workers int) *settler {
 	s := &settler{
-		src:     p.opt.Source,
-		vis:     p.visibility,
-		backoff: p.opt.RetryBackoff,
-		log:     p.log,
-		met:     p.met,
-		budget:  p.opt.Budget,
+		src:     c.src,
+		vis:     c.vis,
+		backoff: c.backoff,
+		dead:    c.dead,
+		log:     c.log,
+		met:     c.met,
+		budget:  c.budget,
+		onErr:   c.onErr,
 		open:    map[*Delivery]struct{}{},
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 	}
 	s.cond = sync.NewCond(&s.mu)
 	s.calls, s.cancelCalls = context.WithCancel(context.Background())
-	if e, ok := p.opt.Source.(Extender); ok {
+	if e, ok := c.src.(Extender); ok {
 		s.ext = e
 	}
-	if t, ok := p.opt.Source.(Terminator); ok {
+	if t, ok := c.src.(Terminator); ok {
 		s.term = t
-	}
-	if p.opt.DeadLetter != nil {
-		s.dead = &deadLetterer{target: p.opt.DeadLetter, pipe: p.opt.Name, sourceARN: p.info.ARN}
 	}
 	for range max(workers, 1) {
 		s.workers.Go(s.work)
@@ -397,6 +418,7 @@ func (s *settler) do(j job) {
 		bad, stale := s.failed(j.ds, err)
 		s.met.deleted.Add(float64(len(j.ds) - bad))
 		if err != nil {
+			s.report(err)
 			s.met.deleteFailures.Add(float64(bad))
 			s.met.possibleDupes.Add(float64(stale))
 			s.log.Error("deleting messages failed; they will be delivered again", "error", err, "messages", bad)
@@ -406,6 +428,7 @@ func (s *settler) do(j job) {
 		err := s.src.Nak(ctx, messagesOf(j.ds), j.delay)
 		s.met.released.Add(float64(len(j.ds)))
 		if err != nil {
+			s.report(err)
 			bad, _ := s.failed(j.ds, err)
 			s.log.Error("giving messages back failed; they come back when their current visibility ends",
 				"error", err, "messages", bad, "delay", j.delay.String())
@@ -417,6 +440,13 @@ func (s *settler) do(j job) {
 		s.extended(j, start, err)
 	case opTerm:
 		s.terminate(ctx, j.ds)
+	}
+}
+
+// report tells onErr of a failed call.
+func (s *settler) report(err error) {
+	if s.onErr != nil {
+		s.onErr(err)
 	}
 }
 
@@ -472,6 +502,7 @@ func (s *settler) extended(j job, start time.Time, err error) {
 	s.done(done)
 	s.met.extended.Add(float64(n))
 	if err != nil {
+		s.report(err)
 		s.log.Error("extending visibility failed; those messages may be delivered again", "error", err,
 			"messages", len(j.ds)-n, "stale_receipts", stale)
 	}

@@ -92,7 +92,7 @@ func newTestSettler(t *testing.T, src Source, vis time.Duration, opt Options) (*
 	}
 	p.visibility = vis
 	p.info = SourceInfo{ARN: "arn:aws:sqs:us-east-1:000000000000:orders", VisibilityTimeout: vis}
-	s := newSettler(p, 4)
+	s := newSettler(p.settlerConfig(), 4)
 	t.Cleanup(func() { s.close(time.Now().Add(time.Second)) })
 	return s, p
 }

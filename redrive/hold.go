@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -22,107 +23,96 @@ const emptyWait = time.Second
 // cancelled.
 const releaseTimeout = 15 * time.Second
 
-// held is a message kept invisible until the end of a run.
-type held struct {
-	handle string
-	until  time.Time
+// releaseCtx is the context of a final release: it outlives ctx by up to
+// releaseTimeout.
+func releaseCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 }
 
-// holder keeps the messages a run has seen but must leave in the queue
-// invisible until the run ends, so that the next receive returns new
-// messages, and then makes them visible again in one go. It extends their
-// visibility while the run lasts. It is used by one goroutine.
-type holder struct {
-	api   API
-	url   string
-	vis   time.Duration
-	now   func() time.Time
-	items map[string]held // by message id
+// leases is the dead-letter queue as a pipe.Source for a pipe.Keeper: the
+// keeper's settler extends and releases the messages a run holds with
+// ChangeMessageVisibilityBatch, the same code as a pipe's heartbeat.
+// Receive and Ack are not used by a keeper.
+type leases struct {
+	api API
+	url string
 }
 
-func newHolder(api API, queueURL string, vis time.Duration, now func() time.Time) *holder {
-	return &holder{api: api, url: queueURL, vis: vis, now: now, items: map[string]held{}}
+var (
+	_ pipe.Source   = leases{}
+	_ pipe.Extender = leases{}
+)
+
+func (l leases) Receive(context.Context, int) ([]*pipe.Message, error) {
+	return nil, errors.New("redrive: a keeper does not receive")
 }
 
-// hold keeps a message received at receivedAt (the latest receipt handle
-// wins).
-func (h *holder) hold(id, handle string, receivedAt time.Time) {
-	h.items[id] = held{handle: handle, until: receivedAt.Add(h.vis)}
+func (l leases) Ack(context.Context, []*pipe.Message) error {
+	return errors.New("redrive: a keeper does not delete")
 }
 
-// extend gives another visibility timeout to the held messages that have
-// less than half of one left. A message whose extension fails is dropped
-// from the hold (it reappears in the queue; it was never deleted).
-func (h *holder) extend(ctx context.Context) error {
-	now := h.now()
-	var ids []string
-	for id, it := range h.items {
-		if it.until.Sub(now) < h.vis/2 {
-			ids = append(ids, id)
-		}
-	}
-	failed, err := h.change(ctx, ids, h.vis)
-	for _, id := range ids {
-		if _, bad := failed[id]; bad {
-			delete(h.items, id)
-			continue
-		}
-		it := h.items[id]
-		it.until = now.Add(h.vis)
-		h.items[id] = it
-	}
-	return err
+func (l leases) Nak(ctx context.Context, msgs []*pipe.Message, d time.Duration) error {
+	return l.change(ctx, msgs, d)
 }
 
-// release makes every held message visible again (visibility 0). It uses
-// a context of its own so that it runs after ctx is cancelled too.
-func (h *holder) release(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	ids := make([]string, 0, len(h.items))
-	for id := range h.items {
-		ids = append(ids, id)
-	}
-	_, err := h.change(ctx, ids, 0)
-	clear(h.items)
-	return err
+func (l leases) Extend(ctx context.Context, msgs []*pipe.Message, d time.Duration) error {
+	return l.change(ctx, msgs, d)
 }
 
-// change sets the visibility of the named held messages, ten per call, and
-// returns those SQS refused with the reason.
-func (h *holder) change(ctx context.Context, ids []string, vis time.Duration) (map[string]error, error) {
-	failed := map[string]error{}
+// change sets the visibility of msgs, ten per call; entries SQS refuses
+// are reported by a *pipe.SettleError keyed by receipt handle.
+func (l leases) change(ctx context.Context, msgs []*pipe.Message, vis time.Duration) error {
+	var serr *pipe.SettleError
 	var errs []error
-	for start := 0; start < len(ids); start += 10 {
-		chunk := ids[start:min(start+10, len(ids))]
+	for start := 0; start < len(msgs); start += 10 {
+		chunk := msgs[start:min(start+10, len(msgs))]
 		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
-		for i, id := range chunk {
+		for i, m := range chunk {
 			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
 				Id:                aws.String(strconv.Itoa(i)),
-				ReceiptHandle:     aws.String(h.items[id].handle),
-				VisibilityTimeout: int32(vis / time.Second),
+				ReceiptHandle:     aws.String(m.ReceiptHandle),
+				VisibilityTimeout: int32((vis + time.Second - 1) / time.Second),
 			}
 		}
-		out, err := h.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(h.url), Entries: entries})
+		out, err := l.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(l.url), Entries: entries})
 		if err != nil {
-			for _, id := range chunk {
-				failed[id] = err
-			}
-			errs = append(errs, fmt.Errorf("setting the visibility of %d messages of %s to %v: %w", len(chunk), h.url, vis, err))
+			errs = append(errs, fmt.Errorf("setting the visibility of %d messages of %s to %v: %w", len(chunk), l.url, vis, err))
 			continue
 		}
 		for _, f := range out.Failed {
 			i, err := strconv.Atoi(aws.ToString(f.Id))
 			if err != nil || i < 0 || i >= len(chunk) {
-				errs = append(errs, fmt.Errorf("setting visibility on %s: unknown entry id %q in the answer", h.url, aws.ToString(f.Id)))
+				errs = append(errs, fmt.Errorf("setting visibility on %s: unknown entry id %q in the answer", l.url, aws.ToString(f.Id)))
 				continue
 			}
-			e := fmt.Errorf("setting the visibility of message %s of %s to %v: %s: %s", chunk[i], h.url, vis, aws.ToString(f.Code), aws.ToString(f.Message))
-			failed[chunk[i]] = e
-			errs = append(errs, e)
+			if serr == nil {
+				serr = &pipe.SettleError{Op: "change visibility", Failed: map[string]error{}}
+			}
+			serr.Failed[chunk[i].ReceiptHandle] = fmt.Errorf("setting the visibility of message %s of %s to %v: %s: %s",
+				chunk[i].MessageID, l.url, vis, aws.ToString(f.Code), aws.ToString(f.Message))
+			serr.SenderFault = serr.SenderFault || f.SenderFault
 		}
 	}
-	return failed, errors.Join(errs...)
+	if len(errs) > 0 {
+		if serr != nil {
+			errs = append(errs, serr)
+		}
+		return errors.Join(errs...)
+	}
+	if serr != nil {
+		return serr
+	}
+	return nil
+}
+
+// newKeeper holds a run's messages of queueURL for vis.
+func newKeeper(api API, queueURL string, vis time.Duration, log *slog.Logger) *pipe.Keeper {
+	return pipe.NewKeeper(leases{api: api, url: queueURL}, vis, log)
+}
+
+// hold keeps a received message invisible until the keeper is closed.
+func hold(k *pipe.Keeper, id, handle string, receivedAt time.Time) {
+	k.Hold(&pipe.Message{MessageID: id, ReceiptHandle: handle}, receivedAt)
 }
 
 // receive makes one ReceiveMessage call for up to n messages (1..10),

@@ -46,22 +46,21 @@ func Inspect(ctx context.Context, api API, queueURL string, opt InspectOptions) 
 	if a, err := ParseQueueARN(opt.ARN); err == nil {
 		region = a.Region
 	}
-	h := newHolder(api, queueURL, vis, time.Now)
+	h := newKeeper(api, queueURL, vis, nil)
 	defer func() {
-		if rerr := h.release(ctx); rerr != nil {
+		rctx, cancel := releaseCtx(ctx)
+		defer cancel()
+		if rerr := h.Close(rctx); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("making the inspected messages visible again: %w", rerr))
 		}
 	}()
 	seen := map[string]bool{}
 	for len(msgs) < opt.Max {
-		if err := h.extend(ctx); err != nil {
-			return msgs, err
-		}
 		got, err := receive(ctx, api, queueURL, opt.Max-len(msgs), vis)
 		now := time.Now()
 		for _, m := range got {
 			rec := Record(m, opt.ARN, region)
-			h.hold(rec.MessageID, rec.ReceiptHandle, now)
+			hold(h, rec.MessageID, rec.ReceiptHandle, now)
 			if !seen[rec.MessageID] && len(msgs) < opt.Max {
 				seen[rec.MessageID] = true
 				msgs = append(msgs, rec)

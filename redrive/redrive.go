@@ -137,9 +137,11 @@ func Run(ctx context.Context, api API, opt Options) (sum Summary, err error) {
 	if opt.Rate > 0 {
 		vis += time.Duration(float64(r.bucket.size()) / opt.Rate * float64(time.Second))
 	}
-	r.held = newHolder(api, opt.From, vis, time.Now)
+	r.held = newKeeper(api, opt.From, vis, r.log)
 	defer func() {
-		if rerr := r.held.release(ctx); rerr != nil {
+		rctx, cancel := releaseCtx(ctx)
+		defer cancel()
+		if rerr := r.held.Close(rctx); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("making the messages left in %s visible again: %w", opt.From, rerr))
 		}
 	}()
@@ -151,9 +153,6 @@ func Run(ctx context.Context, api API, opt Options) (sum Summary, err error) {
 				return r.sum, nil
 			}
 			n = min(n, left)
-		}
-		if err := r.held.extend(ctx); err != nil {
-			r.log.Warn("extending the visibility of messages left in the dead-letter queue", "queue", opt.From, "error", err)
 		}
 		msgs, err := receive(ctx, api, opt.From, n, vis)
 		if err != nil {
@@ -175,7 +174,7 @@ type run struct {
 	log    *slog.Logger
 	fifo   bool
 	bucket *bucket
-	held   *holder
+	held   *pipe.Keeper
 	seen   map[string]bool
 	sum    Summary
 }
@@ -195,7 +194,7 @@ func (r *run) batch(ctx context.Context, msgs []types.Message) error {
 	for _, m := range msgs {
 		id, handle := aws.ToString(m.MessageId), aws.ToString(m.ReceiptHandle)
 		if r.seen[id] {
-			r.held.hold(id, handle, now) // back after a lapsed hold: already handled
+			hold(r.held, id, handle, now) // back after a lapsed hold: already handled
 			continue
 		}
 		r.seen[id] = true
@@ -203,14 +202,14 @@ func (r *run) batch(ctx context.Context, msgs []types.Message) error {
 		if r.opt.Filter != nil {
 			ev, err := pipe.NewEvent(Record(m, "", ""))
 			if err != nil || !r.opt.Filter.MatchEvent(ev) {
-				r.held.hold(id, handle, now)
+				hold(r.held, id, handle, now)
 				r.report(Entry{MessageID: id, Outcome: Skipped, MessageGroupID: group})
 				continue
 			}
 		}
 		attrs := r.outgoingAttributes(id, m.MessageAttributes, tag)
 		if r.opt.DryRun {
-			r.held.hold(id, handle, now)
+			hold(r.held, id, handle, now)
 			r.report(Entry{MessageID: id, Outcome: WouldMove, MessageGroupID: group, Body: aws.ToString(m.Body), MessageAttributes: Record(types.Message{MessageAttributes: attrs}, "", "").MessageAttributes})
 			continue
 		}
@@ -226,7 +225,7 @@ func (r *run) batch(ctx context.Context, msgs []types.Message) error {
 		}
 		if r.fifo {
 			if group == "" {
-				r.held.hold(id, handle, now)
+				hold(r.held, id, handle, now)
 				r.report(Entry{MessageID: id, Outcome: Failed, Error: "no MessageGroupId: it cannot be sent to the FIFO queue " + r.opt.To})
 				continue
 			}
@@ -312,7 +311,7 @@ func (r *run) send(ctx context.Context, send []outgoing, receivedAt time.Time) e
 // fail records a failed message and keeps it hidden until the run ends.
 func (r *run) fail(o outgoing, receivedAt time.Time, newID, msg string) {
 	id := aws.ToString(o.msg.MessageId)
-	r.held.hold(id, aws.ToString(o.msg.ReceiptHandle), receivedAt)
+	hold(r.held, id, aws.ToString(o.msg.ReceiptHandle), receivedAt)
 	r.report(Entry{MessageID: id, Outcome: Failed, NewMessageID: newID, MessageGroupID: o.group, Error: msg})
 }
 
