@@ -643,3 +643,41 @@ func TestSignalsStopThenAbortThenExitOne(t *testing.T) {
 		}
 	}
 }
+
+// A drain is a job that ends: when its source cannot be opened for good
+// (a missing queue is permanent) it exits 1 at once and says why, in
+// words, not Go values.
+func TestDrainOfAMissingQueueExitsOneAtOnceWithTheReason(t *testing.T) {
+	endpoint := sqstest.Endpoint(t)
+	file := filepath.Join(t.TempDir(), "pipe.yaml")
+	os.WriteFile(file, []byte(fmt.Sprintf(`
+name: orders
+source: {type: sqs, queue_name: pipes-no-such-queue, endpoint: %s, region: us-east-1, wait_time: 1s}
+target: {type: stdout}
+`, endpoint)), 0o644)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	start := time.Now()
+	code, stdout, stderr := runCLI(t, "run", "--drain", "--metrics-addr", "", "-f", file)
+	took := time.Since(start)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstderr:\n%s", code, stderr)
+	}
+	if took > 10*time.Second {
+		t.Errorf("took %v to give up on a missing queue, want at once (it is a permanent error)", took)
+	}
+	for _, want := range []string{"opening the source of pipe orders", "pipes-no-such-queue", "The specified queue does not exist"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	for _, dump := range []string{"&{", "{0x", "%!", "<nil>"} {
+		if strings.Contains(stderr, dump) {
+			t.Errorf("stderr shows a raw Go value (%q):\n%s", dump, stderr)
+		}
+	}
+	if stdout != "" {
+		t.Errorf("stdout = %q, want nothing", stdout)
+	}
+}
