@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -565,5 +566,118 @@ target: {type: stdout}
 		if strings.Contains(text, part) {
 			t.Errorf("output shows %q, part of the token:\n%s", part, text)
 		}
+	}
+}
+
+// A hung target and a long --shutdown-timeout: the first SIGTERM is logged
+// and the runner waits for the in-flight batch; the second is logged, cuts
+// the stop short (the target call is cancelled) and the process exits 0
+// long before the shutdown timeout.
+func TestASecondSIGTERMCutsTheStopShortAndExitsZero(t *testing.T) {
+	target := newCountingTarget(t, 10*time.Minute) // hangs until its call is cancelled
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "events.jsonl"), []byte("{\"body\":{\"n\":1}}\n{\"body\":{\"n\":2}}\n"), 0o644)
+	file := filepath.Join(dir, "pipe.yaml")
+	os.WriteFile(file, []byte(fmt.Sprintf(`
+name: hung
+source: {type: memory, preload: events.jsonl, visibility_timeout: 30s, wait_time: 200ms}
+target: {type: http, url: %s, timeout: 5m}
+`, target.URL)), 0o644)
+	p := startRunner(t, file, "--shutdown-timeout", "60s")
+	waitUntil(t, 20*time.Second, "a batch at the target", func() bool {
+		_, started := target.snapshot()
+		return started >= 1
+	})
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the first signal logged", func() bool {
+		return strings.Contains(p.stderr.String(), `level=INFO msg="signal received, stopping: polling stops, in-flight batches get --shutdown-timeout" signal=terminated shutdown_timeout=1m0s`)
+	})
+	select {
+	case <-p.done:
+		t.Fatalf("the runner exited (%v) after one SIGTERM with a batch in flight and --shutdown-timeout 60s\n%s", p.err, p.stderr)
+	case <-time.After(time.Second):
+	}
+
+	secondAt := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("runner still running 15 s after the second SIGTERM\n%s", p.stderr)
+	}
+	if p.err != nil {
+		t.Fatalf("exit after the second SIGTERM: %v, want 0\n%s", p.err, p.stderr)
+	}
+	if !strings.Contains(p.stderr.String(), `level=WARN msg="second signal received, stopping now`) {
+		t.Errorf("the forced stop is not logged:\n%s", p.stderr)
+	}
+	if ok, _ := target.snapshot(); len(ok) != 0 {
+		t.Errorf("the hung target accepted %v: its call should have been cancelled", ok)
+	}
+	t.Logf("exited %v after the second SIGTERM", time.Since(secondAt))
+}
+
+func TestSignalsStopThenAbortThenExitOne(t *testing.T) {
+	var log syncBuffer
+	cancelled, exited := 0, -1
+	in := newInterrupts(func() { cancelled++ }, func(code int) { exited = code }, &log)
+	aborts := 0
+	in.handle(syscall.SIGINT)
+	in.handle(syscall.SIGINT)
+	in.runStarted(slog.New(slog.NewTextHandler(&log, nil)), time.Second, func() { aborts++ })
+	if cancelled != 1 || aborts != 1 || exited != -1 {
+		t.Fatalf("after two signals and then the run's start: %d cancels, %d aborts, exit %d; want 1, 1 and no exit", cancelled, aborts, exited)
+	}
+	in.handle(syscall.SIGINT)
+	if exited != 1 {
+		t.Fatalf("a third signal exited with %d, want 1", exited)
+	}
+	for _, want := range []string{`msg="signal received, stopping" signal=interrupt`, `msg="second signal received`, `msg="third signal received, exiting at once with code 1"`} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, log.String())
+		}
+	}
+}
+
+// A drain is a job that ends: when its source cannot be opened for good
+// (a missing queue is permanent) it exits 1 at once and says why, in
+// words, not Go values.
+func TestDrainOfAMissingQueueExitsOneAtOnceWithTheReason(t *testing.T) {
+	endpoint := sqstest.Endpoint(t)
+	file := filepath.Join(t.TempDir(), "pipe.yaml")
+	os.WriteFile(file, []byte(fmt.Sprintf(`
+name: orders
+source: {type: sqs, queue_name: pipes-no-such-queue, endpoint: %s, region: us-east-1, wait_time: 1s}
+target: {type: stdout}
+`, endpoint)), 0o644)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	start := time.Now()
+	code, stdout, stderr := runCLI(t, "run", "--drain", "--metrics-addr", "", "-f", file)
+	took := time.Since(start)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstderr:\n%s", code, stderr)
+	}
+	if took > 10*time.Second {
+		t.Errorf("took %v to give up on a missing queue, want at once (it is a permanent error)", took)
+	}
+	for _, want := range []string{"opening the source of pipe orders", "pipes-no-such-queue", "The specified queue does not exist"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	for _, dump := range []string{"&{", "{0x", "%!", "<nil>"} {
+		if strings.Contains(stderr, dump) {
+			t.Errorf("stderr shows a raw Go value (%q):\n%s", dump, stderr)
+		}
+	}
+	if stdout != "" {
+		t.Errorf("stdout = %q, want nothing", stdout)
 	}
 }

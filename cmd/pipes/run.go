@@ -34,14 +34,14 @@ type runFlags struct {
 	maxInflightBytes int64
 }
 
-func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run -f FILE...",
 		Short: "Run every pipe of the files until SIGINT/SIGTERM (or, with --drain, until the sources are empty)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPipes(cmd.Context(), f, stdout, stderr)
+			return runPipes(cmd.Context(), in, f, stdout, stderr)
 		},
 	}
 	fl := cmd.Flags()
@@ -92,7 +92,10 @@ func loadSpecs(reg *pipes.Registry, files []string) ([]config.Pipe, error) {
 	return specs, nil
 }
 
-func runPipes(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
+// runPipes runs the pipes of f.files until ctx is done or, with --drain,
+// until their sources are empty. The signals of in (nil: none) are logged
+// through the run's logger, and a second one cuts the stop short.
+func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io.Writer) error {
 	reg := pipes.NewRegistry()
 	specs, err := loadSpecs(reg, f.files)
 	if err != nil {
@@ -123,6 +126,8 @@ func runPipes(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		return usageErr(err)
 	}
 	runner := pipe.NewRunner(built...)
+	in.runStarted(log, f.shutdownTimeout, runner.Abort)
+	defer in.runEnded()
 	if f.metricsAddr != "" {
 		stopServer, err := serveOps(f.metricsAddr, promReg, runner, log)
 		if err != nil {
