@@ -314,7 +314,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 	p.ctl = newController(p.opt.InitialConcurrency, p.opt.MaxConcurrency, p.opt.ScaleUpPerMinute, now)
 	p.conc = p.ctl.cur
 	p.batches = newBatcher(info.FIFO, p.opt.BatchSize)
-	p.set = newSettler(p.settlerConfig(), min(64, max(4, p.opt.MaxConcurrency/8)))
+	p.set = newSettler(p.settlerConfig(), min(64, max(8, p.opt.MaxConcurrency)))
 	p.started = true
 	p.mu.Unlock()
 	p.met.concurrency.Set(float64(p.conc))

@@ -239,9 +239,9 @@ func (s *settler) pushLocked(op jobOp, ds []*Delivery, delay time.Duration) {
 	for len(ds) > 0 {
 		n := min(len(ds), MaxReceive)
 		s.queue = append(s.queue, job{op: op, ds: ds[:n:n], delay: delay})
+		s.cond.Signal() // one worker per job
 		ds = ds[n:]
 	}
-	s.cond.Signal()
 }
 
 // flushAcksLocked queues full ack calls, and the partial one when all is
@@ -364,9 +364,9 @@ func (s *settler) pushExtendLocked(ds []*Delivery, ext time.Duration) {
 	for len(ds) > 0 {
 		n := min(len(ds), MaxReceive)
 		s.queue = append(s.queue, job{op: opExtend, ds: ds[:n:n], delay: ext})
+		s.cond.Signal()
 		ds = ds[n:]
 	}
-	s.cond.Signal()
 }
 
 // work runs queued calls until the settler is closed and the queue empty.
