@@ -336,8 +336,16 @@ func (p *Pipe) Run(ctx context.Context) error {
 	p.stopping = true
 	p.batches.closeOpen()
 	held := p.releaseHeldLocked()
+	polls, inflight := p.receiving, p.inflight
 	p.mu.Unlock()
 	p.giveBack(held)
+	if polls > 0 {
+		// An abandoned long poll still takes messages on the server (seen
+		// on SQS-compatible servers), which would then stay hidden for their
+		// visibility timeout: the polls are waited for instead.
+		p.log.Info("stopping: waiting for the long polls under way (up to the wait time); what they return is released at once; a second signal stops now",
+			"polls", polls, "batches_in_flight", inflight, "shutdown_timeout", p.opt.ShutdownTimeout.String())
+	}
 	p.dispatch(work, &batches)
 	done := make(chan struct{})
 	go func() {
