@@ -436,9 +436,9 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 	if !ok {
 		return SourceInfo{ARN: "pipes:" + p.opt.Name}, nil
 	}
-	delay := 500 * time.Millisecond
+	wait := backoff.Exponential{Base: 500 * time.Millisecond, Max: 5 * time.Minute}
 	start := time.Now()
-	for {
+	for attempt := 1; ; attempt++ {
 		info, err := o.Open(ctx)
 		if err == nil {
 			p.mu.Lock()
@@ -446,26 +446,24 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 			p.mu.Unlock()
 			return info, nil
 		}
+		delay := wait.Delay(attempt)
+		if IsPermanent(err) {
+			// A running pipe outlives a missing queue or a denied access
+			// (the queue may be created, the role fixed): it backs off,
+			// stays not ready, and says why.
+			delay = max(delay, 5*time.Second)
+		}
 		if ctx.Err() != nil || p.opt.Drain && (IsPermanent(err) || time.Since(start)+delay > drainOpenTimeout) {
 			// A drain is a job that ends: it says why it could not start.
-			return SourceInfo{}, fmt.Errorf("opening the source of pipe %s: %w", p.opt.Name, err)
-		}
-		// A running pipe outlives a missing queue or a denied access (the
-		// queue may be created, the role fixed): it backs off, stays not
-		// ready, and says why.
-		if IsPermanent(err) {
-			delay = max(delay, 5*time.Second)
+			return SourceInfo{}, fmt.Errorf("opening the source: %w", err)
 		}
 		p.mu.Lock()
 		p.lastErr = err
 		p.mu.Unlock()
 		p.log.Error("opening the source failed, retrying", "error", err, "retry_in", delay.String())
-		select {
-		case <-ctx.Done():
+		if backoff.Sleep(ctx, delay) != nil {
 			return SourceInfo{}, ctx.Err()
-		case <-time.After(delay):
 		}
-		delay = min(delay*2, 5*time.Minute)
 	}
 }
 

@@ -667,7 +667,7 @@ target: {type: stdout}
 	if took > 10*time.Second {
 		t.Errorf("took %v to give up on a missing queue, want at once (it is a permanent error)", took)
 	}
-	for _, want := range []string{"opening the source of pipe orders", "pipes-no-such-queue", "The specified queue does not exist"} {
+	for _, want := range []string{"pipe orders: opening the source", "pipes-no-such-queue", "The specified queue does not exist"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
