@@ -181,33 +181,46 @@ func TestBatchWindowFillsBatchesUpToBatchSize(t *testing.T) {
 	}
 }
 
+// A batch is handed on before the record JSON the target is sent passes 6
+// MB (defect 5: it was counted on the message's size, and a body of quotes
+// doubles when escaped).
 func TestABatchIsHandedOnBeforeItsPayloadPassesSixMegabytes(t *testing.T) {
-	b := memory.NewBroker()
-	q := newQueue(t, b, "big", memory.Options{})
-	big := strings.Repeat("x", 1000*1000)
-	send(t, q, bodies(14, big+"%d")...)
-	var mu sync.Mutex
-	var sizes []int
-	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
-		n := 0
-		for _, ev := range events {
-			n += ev.Message.Size()
-		}
-		mu.Lock()
-		sizes = append(sizes, n)
-		mu.Unlock()
-		return pipe.Result{}, nil
-	})
-	runDrain(t, pipe.Options{Source: drainable{q}, Target: target, BatchSize: 100, BatchWindow: time.Second})
-	total := 0
-	for _, s := range sizes {
-		if s > pipe.MaxBatchBytes {
-			t.Fatalf("batch of %d bytes passes 6 MB", s)
-		}
-		total += s
-	}
-	if len(sizes) < 3 || total < 14*1000*1000 {
-		t.Fatalf("batches %v: want the 14 MB split into batches of at most 6 MB", sizes)
+	for _, tt := range []struct {
+		name  string
+		body  string
+		count int
+	}{
+		{"plain 1 MB bodies", strings.Repeat("x", 1000*1000), 14},
+		{"0.9 MB of quotes, 1.8 MB as JSON", strings.Repeat(`"`, 900*1000), 10},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := memory.NewBroker()
+			q := newQueue(t, b, "big", memory.Options{})
+			send(t, q, bodies(tt.count, tt.body+"%d")...)
+			var mu sync.Mutex
+			var sizes []int
+			target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+				n := len(events) + 1 // the array's brackets and commas
+				for _, ev := range events {
+					n += len(ev.Payload)
+				}
+				mu.Lock()
+				sizes = append(sizes, n)
+				mu.Unlock()
+				return pipe.Result{}, nil
+			})
+			runDrain(t, pipe.Options{Source: drainable{q}, Target: target, BatchSize: 100, BatchWindow: time.Second})
+			total := 0
+			for _, s := range sizes {
+				if s > pipe.MaxBatchBytes {
+					t.Fatalf("a batch of %d bytes of record JSON passes 6 MB (batches %v)", s, sizes)
+				}
+				total += s
+			}
+			if want := tt.count * len(tt.body); total < want || len(sizes) < 2 {
+				t.Fatalf("batches %v carry %d bytes: want all %d records, split", sizes, total, tt.count)
+			}
+		})
 	}
 }
 

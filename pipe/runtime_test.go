@@ -15,38 +15,6 @@ import (
 	"github.com/pipesproject/pipes/source/memory"
 )
 
-// Defect 5: the 6 MB limit counts what the target is sent, the record JSON
-// (a body of quotes doubles when escaped), not the message's size.
-func TestTheSixMegabyteLimitCountsTheRecordJSON(t *testing.T) {
-	b := memory.NewBroker()
-	q := newQueue(t, b, "quotes", memory.Options{})
-	quoted := strings.Repeat(`"`, 900*1000) // 0.9 MB, 1.8 MB as JSON
-	send(t, q, bodies(10, quoted+"%d")...)
-	var mu sync.Mutex
-	var sizes []int
-	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
-		n := len(events) + 1 // the array's brackets and commas
-		for _, ev := range events {
-			n += len(ev.Payload)
-		}
-		mu.Lock()
-		sizes = append(sizes, n)
-		mu.Unlock()
-		return pipe.Result{}, nil
-	})
-	runDrain(t, pipe.Options{Source: drainable{q}, Target: target, BatchSize: 100, BatchWindow: time.Second})
-	total := 0
-	for _, s := range sizes {
-		if s > pipe.MaxBatchBytes {
-			t.Fatalf("a batch of %d bytes of record JSON passes 6 MB (batches %v)", s, sizes)
-		}
-		total += s
-	}
-	if total < 10*1800*1000 {
-		t.Fatalf("batches %v carry %d bytes, want all 10 records", sizes, total)
-	}
-}
-
 // Defect 9: after the stop, a target that ignores the cancellation of its
 // call does not hold Run past the shutdown timeout plus a few seconds; its
 // messages are released and its late verdicts refused.
