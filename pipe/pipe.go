@@ -336,6 +336,11 @@ func (p *Pipe) Run(ctx context.Context) error {
 	p.stopping = true
 	p.batches.closeOpen()
 	held := p.releaseHeldLocked()
+	if p.circuit.open {
+		// The target is down: what waits for a batch is given back now
+		// rather than sent to fail.
+		held = append(held, p.batches.drain()...)
+	}
 	polls, inflight := p.receiving, p.inflight
 	p.mu.Unlock()
 	p.giveBack(held)
