@@ -32,6 +32,12 @@ type exprRecord struct {
 	EventSource            string                   `expr:"eventSource"`
 	EventSourceARN         string                   `expr:"eventSourceARN"`
 	AWSRegion              string                   `expr:"awsRegion"`
+	// The Pipes RabbitMQ record's fields (zero for SQS records).
+	Data            any            `expr:"data"`
+	BasicProperties map[string]any `expr:"basicProperties"`
+	Redelivered     bool           `expr:"redelivered"`
+	EventSourceKey  string         `expr:"eventSourceKey"`
+	EventSourceArn  string         `expr:"eventSourceArn"`
 }
 
 // exprAttribute is a message attribute in expressions; binary values are
@@ -69,6 +75,16 @@ func (x *Expr) Match(_ context.Context, ev *pipe.Event) (bool, error) {
 func exprEnv(ev *pipe.Event) *exprRecord {
 	m := ev.Message
 	body, _ := ev.Body()
+	if m.Record != nil {
+		v := RecordValue(ev)
+		r := &exprRecord{MessageID: m.MessageID, Data: v[m.Record.BodyField], Attributes: map[string]string{}}
+		r.BasicProperties, _ = v["basicProperties"].(map[string]any)
+		r.Redelivered, _ = v["redelivered"].(bool)
+		r.EventSource, _ = v["eventSource"].(string)
+		r.EventSourceKey, _ = v["eventSourceKey"].(string)
+		r.EventSourceArn, _ = v["eventSourceArn"].(string)
+		return r
+	}
 	r := &exprRecord{
 		MessageID: m.MessageID, ReceiptHandle: m.ReceiptHandle, Body: body,
 		Attributes: m.Attributes, MD5OfBody: m.MD5OfBody,

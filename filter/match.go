@@ -2,6 +2,7 @@ package filter
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/netip"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/pipesproject/pipes/internal/jsonvalue"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -165,6 +167,9 @@ func (n *objNode) matchRecord(r *record) bool {
 
 func (f *fieldNode) matchRecord(r *record) bool {
 	m := r.ev.Message
+	if m.Record != nil {
+		return f.matchShaped(r, m.Record)
+	}
 	switch f.rec {
 	case recMessageID:
 		return f.matchString(m.MessageID)
@@ -202,6 +207,38 @@ func (f *fieldNode) matchRecord(r *record) bool {
 	default:
 		return f.matchAbsent()
 	}
+}
+
+// matchShaped matches a top-level field of a record of another shape than
+// SQS's (RabbitMQ): its body field as an SQS body (decoded when it is JSON,
+// else the base64 text the record carries), messageId, and the record's
+// other filterable fields decoded.
+func (f *fieldNode) matchShaped(r *record, rec *pipe.Record) bool {
+	m := r.ev.Message
+	switch {
+	case f.key == "messageId":
+		return f.matchString(m.MessageID)
+	case f.key == rec.BodyField:
+		body, isJSON := r.body()
+		if f.obj != nil {
+			return isJSON && f.obj.match(body)
+		}
+		if isJSON {
+			return false
+		}
+		return f.leaf.matchString(base64.StdEncoding.EncodeToString([]byte(m.Body)))
+	case !rec.Filterable(f.key):
+		return f.matchAbsent()
+	}
+	raw, ok := rec.Field(f.key)
+	if !ok {
+		return f.matchAbsent()
+	}
+	v, ok := jsonvalue.Decode(string(raw), false)
+	if !ok {
+		return f.matchAbsent()
+	}
+	return f.matchPresent(v)
 }
 
 // matchString matches the field against a string value.

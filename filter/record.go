@@ -113,7 +113,10 @@ func bytesListValue(bs [][]byte) []any {
 // on the same event.
 func RecordValue(ev *pipe.Event) map[string]any {
 	m := ev.Message
-	body, _ := ev.Body()
+	body, isJSON := ev.Body()
+	if m.Record != nil {
+		return shapedValue(m, body, isJSON)
+	}
 	attrs := make(map[string]any, len(m.Attributes))
 	for k, v := range m.Attributes {
 		attrs[k] = v
@@ -134,6 +137,28 @@ func RecordValue(ev *pipe.Event) map[string]any {
 	}
 	if env, ok := envelopeValue(m); ok {
 		rec["envelope"] = env
+	}
+	return rec
+}
+
+// shapedValue is the generic JSON form of a record of another shape than
+// SQS's (RabbitMQ): its fields decoded, the body field decoded when the
+// body is JSON and the record's base64 text otherwise.
+func shapedValue(m *pipe.Message, body any, isJSON bool) map[string]any {
+	rec := make(map[string]any, len(m.Record.Fields)+1)
+	rec["messageId"] = m.MessageID
+	for _, f := range m.Record.Fields {
+		if f.Name == m.Record.BodyField && f.Value == nil {
+			if isJSON {
+				rec[f.Name] = body
+			} else {
+				rec[f.Name] = base64.StdEncoding.EncodeToString([]byte(m.Body))
+			}
+			continue
+		}
+		if v, ok := jsonvalue.Decode(string(f.Value), false); ok {
+			rec[f.Name] = v
+		}
 	}
 	return rec
 }

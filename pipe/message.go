@@ -1,7 +1,11 @@
 package pipe
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 )
@@ -42,6 +46,12 @@ type Message struct {
 	// EventBridge envelope (source `unwrap:`); Body is then what the
 	// envelope carried. Absent otherwise.
 	Envelope json.RawMessage `json:"envelope,omitempty"`
+
+	// Record, when set, gives the message's record another shape than
+	// SQS's (the Pipes RabbitMQ shape): its JSON is then Record's fields,
+	// and the SQS fields above only carry what the runtime needs
+	// (MessageID, ReceiptHandle, Body, Attributes' receive count).
+	Record *Record `json:"-"`
 
 	once    sync.Once
 	encoded []byte
@@ -133,10 +143,85 @@ type messageJSON struct {
 	Envelope               json.RawMessage             `json:"envelope,omitempty"`
 }
 
+// Record is a record shape other than SQS's, for sources such as RabbitMQ
+// (SPEC.md §2.2). Its JSON is an object of Fields in order; the field named
+// BodyField carries the message body base64-encoded (Pipes' `data`), and
+// filters and templates see it decoded when the body is JSON, as they see
+// an SQS record's body.
+type Record struct {
+	// Fields are the record's top-level fields in order. The one named
+	// BodyField has no Value: the body goes there.
+	Fields []RecordField
+	// BodyField names the field of the body ("data").
+	BodyField string
+	// Unfilterable names fields that filters do not see (those the poller
+	// adds: eventSource, eventSourceArn, eventSourceKey).
+	Unfilterable []string
+}
+
+// RecordField is one top-level field of a Record: a name and its JSON.
+type RecordField struct {
+	Name  string
+	Value json.RawMessage
+}
+
+// Field returns the JSON of the named field and whether the record has
+// it; the body field's value is nil.
+func (r *Record) Field(name string) (json.RawMessage, bool) {
+	for _, f := range r.Fields {
+		if f.Name == name {
+			return f.Value, true
+		}
+	}
+	return nil, false
+}
+
+// Filterable reports whether filters see the named field.
+func (r *Record) Filterable(name string) bool {
+	for _, n := range r.Unfilterable {
+		if n == name {
+			return false
+		}
+	}
+	return true
+}
+
+// encode writes the record with body in BodyField.
+func (r *Record) encode(body string) ([]byte, error) {
+	b := make([]byte, 0, 256+len(body)*4/3)
+	b = append(b, '{')
+	for i, f := range r.Fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		name, err := json.Marshal(f.Name)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, name...)
+		b = append(b, ':')
+		if f.Name == r.BodyField && f.Value == nil {
+			b = append(b, '"')
+			b = base64.StdEncoding.AppendEncode(b, []byte(body))
+			b = append(b, '"')
+			continue
+		}
+		if !json.Valid(f.Value) {
+			return nil, fmt.Errorf("record field %s is not valid JSON", f.Name)
+		}
+		b = append(b, f.Value...)
+	}
+	return append(b, '}'), nil
+}
+
 // JSON returns the record's JSON encoding, computed once and shared: callers
 // must not modify the returned slice.
 func (m *Message) JSON() ([]byte, error) {
 	m.once.Do(func() {
+		if m.Record != nil {
+			m.encoded, m.err = m.Record.encode(m.Body)
+			return
+		}
 		attrs := m.Attributes
 		if attrs == nil {
 			attrs = map[string]string{}
@@ -159,10 +244,15 @@ func (m *Message) JSON() ([]byte, error) {
 func (m *Message) MarshalJSON() ([]byte, error) { return m.JSON() }
 
 // UnmarshalJSON decodes a Pipes record (as `pipes test --records` reads it).
+// A record whose eventSource is "aws:rmq" is read in the Pipes RabbitMQ
+// shape: its fields kept in order, its data decoded from base64 as the body.
 func (m *Message) UnmarshalJSON(data []byte) error {
 	var j messageJSON
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
+	}
+	if j.EventSource == EventSourceRabbitMQ {
+		return m.unmarshalShaped(data)
 	}
 	*m = Message{
 		MessageID: j.MessageID, ReceiptHandle: j.ReceiptHandle, Body: j.Body,
@@ -171,4 +261,60 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		EventSourceARN: j.EventSourceARN, AWSRegion: j.AWSRegion, Envelope: j.Envelope,
 	}
 	return nil
+}
+
+// EventSourceRabbitMQ is the eventSource of Pipes RabbitMQ records.
+const EventSourceRabbitMQ = "aws:rmq"
+
+// unmarshalShaped reads a Pipes RabbitMQ record, keeping its fields in
+// order; messageId is the item identifier and data the base64 body.
+func (m *Message) unmarshalShaped(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return errors.New("a record must be a JSON object")
+	}
+	rec := &Record{BodyField: "data", Unfilterable: []string{"eventSource", "eventSourceArn", "eventSourceKey"}}
+	*m = Message{Record: rec, Attributes: map[string]string{}}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := t.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("record field %s: %w", name, err)
+		}
+		switch name {
+		case "messageId":
+			if err := json.Unmarshal(raw, &m.MessageID); err != nil {
+				return fmt.Errorf("record field messageId: %w", err)
+			}
+		case "data":
+			var b64 string
+			if err := json.Unmarshal(raw, &b64); err != nil {
+				return fmt.Errorf("record field data: %w", err)
+			}
+			body, err := base64.StdEncoding.DecodeString(b64)
+			if err != nil {
+				return fmt.Errorf("record field data is not base64: %w", err)
+			}
+			m.Body = string(body)
+			raw = nil
+		case "eventSource":
+			_ = json.Unmarshal(raw, &m.EventSource)
+		case "eventSourceArn":
+			_ = json.Unmarshal(raw, &m.EventSourceARN)
+		}
+		rec.Fields = append(rec.Fields, RecordField{Name: name, Value: raw})
+	}
+	if _, ok := rec.Field("messageId"); !ok {
+		rec.Fields = append([]RecordField{{Name: "messageId", Value: mustJSON(m.MessageID)}}, rec.Fields...)
+	}
+	return nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v) // strings always encode
+	return b
 }

@@ -222,10 +222,7 @@ func children(v any) []any {
 		return out
 	case *record:
 		var out []any
-		for _, name := range [...]string{ // the record's keys in the order of its JSON
-			"messageId", "receiptHandle", "body", "attributes", "messageAttributes",
-			"md5OfBody", "md5OfMessageAttributes", "eventSource", "eventSourceARN", "awsRegion", "envelope",
-		} {
+		for _, name := range n.names() {
 			if c, ok := n.field(name, false); ok {
 				out = append(out, c)
 			}
@@ -278,8 +275,27 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// sqsRecordKeys are the SQS record's keys in the order of its JSON.
+var sqsRecordKeys = []string{"messageId", "receiptHandle", "body", "attributes", "messageAttributes",
+	"md5OfBody", "md5OfMessageAttributes", "eventSource", "eventSourceARN", "awsRegion", "envelope"}
+
+// names are the record's keys in the order of its JSON.
+func (r *record) names() []string {
+	if r.m.Record == nil {
+		return sqsRecordKeys
+	}
+	names := make([]string, 0, len(r.m.Record.Fields))
+	for _, f := range r.m.Record.Fields {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
 func (r *record) field(name string, last bool) (any, bool) {
 	m := r.m
+	if m.Record != nil {
+		return r.shapedField(name, last)
+	}
 	switch name {
 	case "messageId":
 		return m.MessageID, true
@@ -321,6 +337,31 @@ func (r *record) field(name string, last bool) (any, bool) {
 		return v, ok
 	}
 	return nil, false
+}
+
+// shapedField is a field of a record of another shape than SQS's
+// (RabbitMQ): the body field decoded when the body is JSON (the record's
+// base64 text otherwise), the other fields as the record holds them.
+func (r *record) shapedField(name string, last bool) (any, bool) {
+	rec := r.m.Record
+	raw, ok := rec.Field(name)
+	switch {
+	case name == "messageId" && !ok:
+		return r.m.MessageID, true
+	case !ok:
+		return nil, false
+	case name == rec.BodyField && raw == nil:
+		if r.json {
+			if last {
+				return rawJSON(r.m.Body), true
+			}
+			return r.body, true
+		}
+		return base64.StdEncoding.EncodeToString([]byte(r.m.Body)), true
+	case last && len(raw) > 0 && raw[0] != '"':
+		return rawJSON(raw), true // objects, arrays, numbers as the record has them
+	}
+	return jsonvalue.Decode(string(raw), false)
 }
 
 func attrField(a pipe.MessageAttribute, name string) (any, bool) {

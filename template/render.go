@@ -286,7 +286,7 @@ func appendRecord(dst []byte, r *record) []byte {
 		return appendJSON(dst, v)
 	}
 	dst = append(dst, '{')
-	for _, name := range [...]string{"messageId", "receiptHandle", "body", "attributes", "messageAttributes", "md5OfBody", "md5OfMessageAttributes", "eventSource", "eventSourceARN", "awsRegion", "envelope"} {
+	for _, name := range r.names() {
 		if v, ok := r.field(name, true); ok {
 			dst = field(dst, name, v)
 		}
