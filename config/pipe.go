@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -125,6 +126,7 @@ func (d *decoder) pipe(n *yaml.Node, path, dir string) (parsed, bool) {
 		"batch_size", "batch_window", "max_concurrency", "visibility_timeout", "wait_time",
 		"initial_concurrency", "scale_up_per_minute", "rate_limit", "unwrap", "retry_backoff",
 		"fifo", "preload", "redrive_policy",
+		"url", "queue", "prefetch", "max_receive_count", "management_url", "dead_letter_exchange", "delivery_limit",
 	}); sb != nil {
 		p.Source = d.source(sb, p.Name)
 	}
@@ -168,7 +170,13 @@ func (d *decoder) source(b *block, pipeName string) Source {
 	b.checkHTTPURL("endpoint", s.Endpoint)
 	s.BatchSize = b.integer("batch_size", 10, 1, 10000)
 	s.BatchWindow = b.duration("batch_window", 0, 0, 300*time.Second)
-	s.MaxConcurrency = b.integer("max_concurrency", 1000, 2, 1000)
+	if s.Type == "rabbitmq" {
+		// Pipes runs 5 batches at once for MQ sources; 1 keeps a queue's
+		// order (with a single active consumer).
+		s.MaxConcurrency = b.integer("max_concurrency", 5, 1, 1000)
+	} else {
+		s.MaxConcurrency = b.integer("max_concurrency", 1000, 2, 1000)
+	}
 	if v, ok := b.durationAny("visibility_timeout"); ok {
 		if v != 0 && (v < time.Second || v > 12*time.Hour) {
 			d.errorf(b.at("visibility_timeout"), b.field("visibility_timeout"), "must be 0s (the queue's own) or between 1s and 12h")
@@ -204,6 +212,11 @@ func (d *decoder) source(b *block, pipeName string) Source {
 		}
 	case "rabbitmq":
 		b.only("only for memory sources", "fifo", "preload", "redrive_policy")
+		b.only("only for sqs and memory sources", "queue_url", "queue_arn", "queue_name", "region", "endpoint", "visibility_timeout", "wait_time")
+		d.rabbitSource(b, &s)
+	}
+	if s.Type != "rabbitmq" {
+		b.only("only for rabbitmq sources", "url", "queue", "prefetch", "max_receive_count", "management_url", "dead_letter_exchange", "delivery_limit")
 	}
 
 	fifo := s.IsFIFO()
@@ -217,6 +230,47 @@ func (d *decoder) source(b *block, pipeName string) Source {
 		d.errorf(b.at("batch_window"), b.field("batch_window"), "batching window is not supported for FIFO queues")
 	}
 	return s
+}
+
+// rabbitSource reads and checks the keys of a rabbitmq source.
+func (d *decoder) rabbitSource(b *block, s *Source) {
+	s.URL = b.str("url")
+	s.Queue = b.str("queue")
+	s.Prefetch = b.integer("prefetch", 0, 0, 10000)
+	s.MaxReceiveCount = b.integer("max_receive_count", 0, 0, 1000)
+	s.ManagementURL = b.str("management_url")
+	s.DeadLetterExchange = b.str("dead_letter_exchange")
+	s.DeliveryLimit = b.integer("delivery_limit", 0, 0, 1000000)
+	if !b.has("url") {
+		d.errorf(b.pos, b.path, "url is required for a rabbitmq source")
+	} else {
+		b.checkAMQPURL("url", s.URL)
+	}
+	if !b.has("queue") {
+		d.errorf(b.pos, b.path, "queue is required for a rabbitmq source")
+	} else if n := len(s.Queue); n == 0 || n > 255 {
+		d.errorf(b.at("queue"), b.field("queue"), "must be 1 to 255 bytes")
+	}
+	if m := s.ManagementURL; m != "" && m != "off" {
+		b.checkHTTPURL("management_url", m)
+	}
+}
+
+// checkAMQPURL reports a value of key that is not an amqp:// or amqps://
+// URL with a host. The error never shows the URL: it may hold a password.
+func (b *block) checkAMQPURL(key, v string) {
+	if v == "" || strings.Contains(v, "${") {
+		return // an unset variable is reported where it is read
+	}
+	u, err := url.Parse(v)
+	switch {
+	case err != nil:
+		b.d.errorf(b.at(key), b.field(key), "is not a URL")
+	case u.Scheme != "amqp" && u.Scheme != "amqps":
+		b.d.errorf(b.at(key), b.field(key), "must be an amqp:// or amqps:// URL, not %s://", u.Scheme)
+	case u.Host == "":
+		b.d.errorf(b.at(key), b.field(key), "must name the broker's host")
+	}
 }
 
 // only reports each of keys present in b with msg.
@@ -370,6 +424,7 @@ var targetKeys = []string{
 	"insecure_skip_verify", "input_template", "func", "fail_on",
 	"region", "endpoint", "queue_url", "message_group_id", "message_deduplication_id",
 	"topic_arn", "event_bus_name", "source", "detail_type", "function_name", "invocation_type", "retry",
+	"exchange", "routing_key", "persistent", "mandatory",
 }
 
 // awsTargetKeys are the keys only AWS targets take, by type.
@@ -472,6 +527,18 @@ func (d *decoder) target(b *block) Target {
 		}
 	case "lambda":
 		require("function_name", "a lambda")
+	case "rabbitmq":
+		require("url", "a rabbitmq")
+		b.checkAMQPURL("url", t.URL)
+	}
+	t.Exchange = b.str("exchange")
+	t.RoutingKey = b.str("routing_key")
+	persistent, mandatory := b.boolean("persistent", true), b.boolean("mandatory", true)
+	if t.Type == "rabbitmq" {
+		t.Persistent, t.Mandatory = persistent, mandatory
+	}
+	if t.Type != "" && t.Type != "rabbitmq" {
+		b.only("only for rabbitmq targets", "exchange", "routing_key", "persistent", "mandatory")
 	}
 	if t.Type != "" {
 		for _, k := range []string{"queue_url", "message_group_id", "message_deduplication_id",

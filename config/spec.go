@@ -94,6 +94,30 @@ type Source struct {
 	// MaxReceiveCount receives. Key `redrive_policy`.
 	RedrivePolicy *RedrivePolicy
 
+	// rabbitmq only.
+	// URL is the broker: amqp:// or amqps://, user and password in it, the
+	// vhost in the path ("/" or none: the default vhost). Key `url`.
+	URL string
+	// Queue is the queue to consume. Key `queue`.
+	Queue string
+	// Prefetch is the consumer's QoS prefetch count; 0 means batch_size ×
+	// max_concurrency, at most 10000. Key `prefetch`.
+	Prefetch int
+	// MaxReceiveCount, when above 0, makes pipes dead-letter a message
+	// after that many failed deliveries; 0 leaves it to the broker (the
+	// queue's delivery limit or dead-letter exchange). Key
+	// `max_receive_count`.
+	MaxReceiveCount int
+	// ManagementURL is the management API to read the queue's arguments
+	// and policies from: "" means http://<amqp host>:15672 with the same
+	// credentials, "off" not to use it. Key `management_url`.
+	ManagementURL string
+	// DeadLetterExchange and DeliveryLimit stand in for what the
+	// management API would tell, when it cannot be used. Keys
+	// `dead_letter_exchange`, `delivery_limit`.
+	DeadLetterExchange string
+	DeliveryLimit      int
+
 	Pos Pos
 }
 
@@ -222,6 +246,16 @@ type Target struct {
 	// the default, or Event).
 	FunctionName   string
 	InvocationType string
+
+	// rabbitmq: publishes to Exchange ("" is the default exchange) with
+	// RoutingKey (a template); Headers (templates) become AMQP headers;
+	// Persistent (default true) sets delivery mode 2; Mandatory (default
+	// true) makes an unroutable message fail its item. URL is the broker.
+	// Keys `exchange`, `routing_key`, `persistent`, `mandatory`.
+	Exchange   string
+	RoutingKey string
+	Persistent bool
+	Mandatory  bool
 
 	// Retry, when set, retries failed deliveries inside the runner.
 	Retry *Retry
