@@ -168,12 +168,17 @@ func (t *Target) release(c *channel) {
 	}
 }
 
-// discard closes c without waiting for the broker's answer.
+// discard closes c without waiting for the broker's answer. Once the
+// target is closed it leaves c to the closing of its connection.
 func (t *Target) discard(c *channel) {
 	if c.ch.IsClosed() {
 		return
 	}
-	t.closing.Go(func() { _ = c.ch.Close() })
+	t.mu.Lock()
+	defer t.mu.Unlock() // so that Close's Wait comes after every Go
+	if !t.closed {
+		t.closing.Go(func() { _ = c.ch.Close() })
+	}
 }
 
 // closeReason is why c closed, nil when it is open or closed without a

@@ -16,7 +16,8 @@
 //
 // An item succeeds only when the broker acked its publish. Items fail
 // alone when the broker nacks them, returns them as unroutable (with
-// Mandatory), or when their channel closes before their confirm. A missing
+// Mandatory; retryable, since a binding may come), or when their channel
+// closes before their confirm. A missing
 // exchange (the broker closes the channel with 404 NOT_FOUND) and refused
 // access (403) are client errors, pipe.Permanent, so that the pipe sends
 // the items to its dead-letter target when it has one; the channel is
@@ -24,6 +25,13 @@
 // unconfirmed, retryable, and the next Deliver reconnects. When the
 // connection cannot be made, or is lost before any item was confirmed,
 // Deliver fails the whole batch instead.
+//
+// Each Deliver takes a confirm channel of its own from a pool of
+// long-lived channels on one connection, so the confirms of concurrent
+// batches overlap. On the local broker (2 CPUs, batches of ten persistent
+// messages, 16 concurrent Delivers) that confirmed about 15-22k messages/s,
+// against 7.6k for one channel serialized by a mutex (and 9-12k for one
+// Deliver at a time either way); see BenchmarkDeliverBatchOfTen.
 //
 // The AMQP password and constant header values (which come from the
 // environment) never appear in errors or logs.
