@@ -240,7 +240,7 @@ func (c *channel) publish(ctx context.Context, t *Target, msgs []message) (connL
 		dc, err := c.ch.PublishWithDeferredConfirm(t.exchange, m.key, t.mandatory, false, m.pub)
 		if err != nil {
 			c.dirty = true
-			broken = c.failure(fmt.Errorf("publishing: %w", classify(err)))
+			broken = c.failure("publishing", err)
 			m.err = broken
 			continue
 		}
@@ -280,7 +280,7 @@ func (c *channel) publish(ctx context.Context, t *Target, msgs []message) (connL
 		switch r, ok := returned[m.ev.ID()]; {
 		case !m.dc.Acked():
 			if c.ch.IsClosed() {
-				m.err = c.failure(errors.New("the channel closed before the broker confirmed the message"))
+				m.err = c.failure("waiting for the confirm of message "+m.ev.ID(), errors.New("the channel closed before the broker confirmed it"))
 			} else {
 				m.err = fmt.Errorf("the broker refused message %s (basic.nack)", m.ev.ID())
 			}
@@ -298,14 +298,14 @@ func (c *channel) publish(ctx context.Context, t *Target, msgs []message) (connL
 	return nil
 }
 
-// failure says why items of c failed: err, with the reason the channel
-// closed when it did, Permanent for client errors.
-func (c *channel) failure(err error) error {
-	e := c.closeReason()
-	if e == nil {
-		return err
+// failure says why items of c failed while doing what: the reason the
+// channel closed when it did (it says more than the library's "not open"),
+// else err; Permanent for client errors.
+func (c *channel) failure(what string, err error) error {
+	if e := c.closeReason(); e != nil {
+		return fmt.Errorf("%s: the channel closed: %w", what, classify(e))
 	}
-	return fmt.Errorf("%w: %w", err, classify(e))
+	return fmt.Errorf("%s: %w", what, classify(err))
 }
 
 // connectionLevel reports whether e closed the connection rather than a
