@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -461,6 +462,130 @@ func TestDeliverReconnectsAfterTheConnectionWasClosed(t *testing.T) {
 	}
 	if got := rabbittest.Get(t, q); len(got) != 2 {
 		t.Fatalf("queue holds %d messages, want 2", len(got))
+	}
+}
+
+// liveConnection waits until the broker lists the connection named name
+// and returns its management name.
+func liveConnection(t *testing.T, name string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if conns := connectionsNamed(t, name); len(conns) == 1 {
+			return conns[0]
+		}
+	}
+	t.Fatalf("the broker does not list one connection named %q", name)
+	return ""
+}
+
+// proxy forwards TCP connections to the broker until cut closes them all.
+type proxy struct {
+	addr  string
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{addr: ln.Addr().String()}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { _ = ln.Close(); p.cut(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, b)
+			p.mu.Unlock()
+			wg.Go(func() { _, _ = io.Copy(b, c); _ = b.Close() })
+			wg.Go(func() { _, _ = io.Copy(c, b); _ = c.Close() })
+		}
+	})
+	return p
+}
+
+// cut closes every connection through the proxy: a connection lost.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+func TestDeliverLosingTheConnectionMidwayFailsRetryableAndLosesNothing(t *testing.T) {
+	q := rabbittest.Name(t, "-q")
+	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{})
+	u, err := url.Parse(rabbittest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	broker := u.Host
+	if u.Port() == "" {
+		broker = net.JoinHostPort(u.Hostname(), "5672")
+	}
+	px := newProxy(t, broker)
+	u.Host = px.addr
+	tg := newTarget(t, rabbitmq.Config{URL: u.String(), RoutingKey: q, Persistent: true, Mandatory: true})
+	payloads := make([]string, 20000)
+	for i := range payloads {
+		payloads[i] = fmt.Sprintf(`{"n":%d}`, i)
+	}
+	evs := targettest.Events("midway", payloads...)
+	done := make(chan struct{})
+	var res pipe.Result
+	go func() {
+		defer close(done)
+		res, err = tg.Deliver(t.Context(), evs)
+	}()
+	for rabbittest.Count(t, q) == 0 { // publishing has begun
+		time.Sleep(2 * time.Millisecond)
+	}
+	px.cut()
+	<-done
+	failed := map[string]bool{}
+	switch {
+	case err != nil:
+		if pipe.IsPermanent(err) {
+			t.Errorf("Deliver: %v; a lost connection is retryable", err)
+		}
+		for _, ev := range evs {
+			failed[ev.ID()] = true
+		}
+	case len(res.Failures) == 0:
+		t.Errorf("Deliver reported all %d items confirmed though the connection was lost midway", len(evs))
+	default:
+		for _, f := range res.Failures {
+			failed[f.ID] = true
+			if pipe.IsPermanent(f.Err) {
+				t.Errorf("failure of %s: %v; a lost connection is retryable", f.ID, f.Err)
+			}
+		}
+	}
+	arrived := map[string]bool{}
+	for _, d := range rabbittest.Get(t, q) {
+		arrived[string(d.Body)] = true
+	}
+	for i, ev := range evs {
+		if !failed[ev.ID()] && !arrived[payloads[i]] {
+			t.Errorf("event %s succeeded but did not arrive", ev.ID())
+		}
+	}
+	t.Logf("whole-batch error: %v; %d of %d items failed; %d arrived", err, len(res.Failures), len(evs), len(arrived))
+	if res, err := tg.Deliver(t.Context(), []*pipe.Event{event("after", "b", "b")}); err != nil || len(res.Failures) > 0 {
+		t.Fatalf("Deliver after the connection was lost: %v %v", err, res.Failures)
 	}
 }
 
