@@ -111,6 +111,7 @@ func NewRegistry() *Registry {
 	r.MustRegisterTarget("sns", newSNSTarget)
 	r.MustRegisterTarget("eventbridge", newEventBridgeTarget)
 	r.MustRegisterTarget("lambda", newLambdaTarget)
+	r.MustRegisterTarget("rabbitmq", newRabbitTarget)
 	return r
 }
 
@@ -196,6 +197,12 @@ func (r *Registry) Check(specs []config.Pipe) error {
 				errs = append(errs, &config.Error{Pos: s.Target.Pos, Field: "target", Msg: err.Error()})
 			} else if c, ok := t.(pipe.Closer); ok {
 				_ = c.Close(context.Background())
+			}
+		}
+		if s.Target.Type == "rabbitmq" {
+			// Catches bad routing key and header templates; no I/O.
+			if _, err := rabbitTargetOf(s, s.Target, &Env{Logger: slog.New(slog.DiscardHandler)}); err != nil {
+				errs = append(errs, &config.Error{Pos: s.Target.Pos, Field: "target", Msg: err.Error()})
 			}
 		}
 		if dl := s.DeadLetter; dl != nil {
