@@ -120,7 +120,9 @@ func management(t *testing.T, method, path string, body any, out any) int {
 		b, _ := json.Marshal(body)
 		r = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), method, rabbittest.ManagementURL(t)+path, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // also in cleanups
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, rabbittest.ManagementURL(t)+path, r)
 	if err != nil {
 		t.Fatal(err)
 	}
