@@ -113,7 +113,7 @@ func (s *Source) start(conn *amqp.Connection, gen uint64) (*session, error) {
 		gen: gen, conn: conn, dead: make(chan struct{}),
 		tag:     fmt.Sprintf("%s #%d", s.connName, gen),
 		buf:     make(chan amqp.Delivery, s.prefetch),
-		returns: make(chan amqp.Return, 1),
+		returns: make(chan amqp.Return, 16), // never full: the library's reader must not block
 	}
 	fail := func(what string, err error) (*session, error) {
 		_ = conn.CloseDeadline(time.Now().Add(closeTimeout))

@@ -256,9 +256,13 @@ func (s *Source) publishCopy(ss *session, e *entry) error {
 	defer cancel()
 	ss.pubMu.Lock()
 	defer ss.pubMu.Unlock()
-	select {
-	case <-ss.returns: // a stale return of an earlier publish
-	default:
+stale:
+	for { // late returns of earlier publishes that timed out
+		select {
+		case <-ss.returns:
+		default:
+			break stale
+		}
 	}
 	dc, err := ss.pub.PublishWithDeferredConfirmWithContext(ctx, "", s.cfg.Queue, true, false, msg)
 	if err != nil {

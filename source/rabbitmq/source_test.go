@@ -488,3 +488,56 @@ func TestNewChecksTheConfig(t *testing.T) {
 		})
 	}
 }
+
+// Relies on: basic.nack with requeue and a closed connection both putting
+// unacked messages back, without dead-lettering.
+func TestCloseRequeuesWhatWasLeftUnsettled(t *testing.T) {
+	dlx, dlq := rabbittest.DeclareDLX(t)
+	q := rabbittest.Name(t, "")
+	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{Quorum: true, DeliveryLimit: 10, DeadLetterExchange: dlx})
+	src, err := rabbitmq.New(rabbitmq.Config{URL: rabbittest.URL(t), Queue: q, WaitTime: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rabbittest.Publish(t, q, "held", "forgotten", "buffered")
+	got := receive(t, src, 2, 10*time.Second)[:2] // the third may stay buffered
+	if err := src.Nak(t.Context(), got[:1], 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitCount(t, q, 3)
+	if n := rabbittest.Count(t, dlq); n != 0 {
+		t.Errorf("%d messages dead-lettered by Close", n)
+	}
+	if _, err := src.Receive(t.Context(), 10); err == nil {
+		t.Error("Receive after Close succeeded")
+	}
+}
+
+// Relies on: basic.reject with requeue putting a message back (a classic
+// queue has no delivery limit to dead-letter it).
+func TestPastMaxReceiveCountWithoutADeadLetterExchangeMessagesAreRequeuedNotDropped(t *testing.T) {
+	q := rabbittest.Name(t, "")
+	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{})
+	src := open(t, rabbitmq.Config{Queue: q, MaxReceiveCount: 1})
+	rabbittest.Publish(t, q, "kept")
+	m := receive(t, src, 1, 10*time.Second)[0]
+	if err := src.Nak(t.Context(), []*pipe.Message{m}, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	again := receive(t, src, 1, 10*time.Second)[0]
+	if again.Body != "kept" {
+		t.Fatalf("received %q", again.Body)
+	}
+	if !strings.Contains(src.logs.String(), "no dead-letter exchange: they are requeued") {
+		t.Errorf("no error logged:\n%s", src.logs)
+	}
+	if err := src.Ack(t.Context(), []*pipe.Message{again}); err != nil {
+		t.Fatal(err)
+	}
+}
