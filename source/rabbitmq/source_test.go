@@ -541,3 +541,53 @@ func TestPastMaxReceiveCountWithoutADeadLetterExchangeMessagesAreRequeuedNotDrop
 		t.Fatal(err)
 	}
 }
+
+// Relies on: the broker requeueing the unacked deliveries of a closed
+// connection, held ones included.
+func TestAMessageHeldWhenTheConnectionGoesIsRedeliveredNotLost(t *testing.T) {
+	q := rabbittest.Name(t, "")
+	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{})
+	src := open(t, rabbitmq.Config{Queue: q})
+	rabbittest.Publish(t, q, "held")
+	m := receive(t, src, 1, 10*time.Second)[0]
+	if err := src.Nak(t.Context(), []*pipe.Message{m}, 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	closeConnections(t, q)
+	again := receive(t, src, 1, 30*time.Second)[0]
+	if again.Body != "held" || src.Attempts(again) != 2 {
+		t.Errorf("redelivered %q with attempts %d", again.Body, src.Attempts(again))
+	}
+	if err := src.Ack(t.Context(), []*pipe.Message{again}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Relies on: the broker cancelling the consumers of a deleted queue
+// (basic.cancel) and a passive declare of it failing with 404.
+func TestADeletedQueueMakesReceiveFailUntilItIsBack(t *testing.T) {
+	q := rabbittest.Name(t, "")
+	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{})
+	src := open(t, rabbitmq.Config{Queue: q})
+	ch := rabbittest.Channel(t)
+	if _, err := ch.QueueDelete(q, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := src.Receive(t.Context(), 10)
+		if err != nil && strings.Contains(err.Error(), "does not exist") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Receive still says %v, want that the queue does not exist", err)
+		}
+	}
+	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{})
+	rabbittest.Publish(t, q, "back")
+	if m := receive(t, src, 1, 60*time.Second); m[0].Body != "back" {
+		t.Errorf("received %q", m[0].Body)
+	} else if err := src.Ack(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+}
