@@ -56,7 +56,9 @@ func (s *Source) Close(ctx context.Context) error {
 	close(s.stop)
 	ss := s.sess
 	left := make([]*entry, 0, len(s.inflight))
+	failed := map[*entry]bool{} // held failures: rejected, so a delivery limit counts them
 	for h, e := range s.inflight {
+		failed[e] = e.timer != nil && e.then == rejectLater
 		s.forgetLocked(h, e)
 		left = append(left, e)
 	}
@@ -66,7 +68,11 @@ func (s *Source) Close(ctx context.Context) error {
 		s.log.Warn("closing with unsettled messages: requeueing them", "queue", s.cfg.Queue, "messages", len(left))
 	}
 	for _, e := range left {
-		if e.sess.alive() {
+		switch {
+		case !e.sess.alive(): // the broker requeued it
+		case failed[e]:
+			_ = e.sess.ch.Reject(e.tag, true)
+		default:
 			_ = e.sess.ch.Nack(e.tag, false, true)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -246,7 +247,12 @@ func (s *Source) run(ss *session) {
 			return
 		}
 		s.lost(ss)
-		s.log.Warn("the RabbitMQ connection was lost; reconnecting (unsettled messages are redelivered by the broker)",
+		level := slog.LevelWarn
+		var ct *ConsumerTimeoutError
+		if errors.As(ss.err, &ct) {
+			level = slog.LevelError // a batch outlived consumer_timeout: it will come back
+		}
+		s.log.Log(context.Background(), level, "the RabbitMQ connection was lost; reconnecting (unsettled messages are redelivered by the broker)",
 			"queue", s.cfg.Queue, "error", ss.err)
 		for attempt := 1; ; attempt++ {
 			t := time.NewTimer(reconnect.Delay(attempt))

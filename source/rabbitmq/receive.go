@@ -24,8 +24,9 @@ type entry struct {
 	d        amqp.Delivery
 	attempts int
 	// timer is set while a failed message is held before its requeue or
-	// re-publish.
+	// re-publish (then is what it does).
 	timer *time.Timer
+	then  action
 }
 
 // Receive waits up to the wait time (or until ctx is done) for a first

@@ -71,7 +71,9 @@ func (s *Source) Ack(ctx context.Context, msgs []*pipe.Message) error {
 //   - a dead-letter exchange: dead-lettered at once (reason rejected);
 //   - else held for the delay, then requeued.
 //
-// Holds are timers (capped at MaxHold); Nak does not wait for them.
+// Holds are timers (capped at MaxHold, below the broker's consumer_timeout);
+// Nak does not wait for them. On a quorum queue of RabbitMQ before 4.3
+// every requeue, a give-back's too, counts towards the delivery limit.
 // Failures are reported like Ack's. It is safe for concurrent use.
 func (s *Source) Nak(ctx context.Context, msgs []*pipe.Message, delay time.Duration) error {
 	if delay <= 0 {
@@ -192,6 +194,7 @@ func (s *Source) holdLocked(e *entry, delay time.Duration, a action) {
 		s.timers.Done()
 	}
 	s.timers.Add(1)
+	e.then = a
 	e.timer = time.AfterFunc(delay, func() {
 		defer s.timers.Done()
 		s.mu.Lock()
