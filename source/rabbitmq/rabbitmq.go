@@ -12,6 +12,31 @@
 // so the source has no Extend. What AMQP does not tell a client — the
 // queue's type, dead-letter exchange and delivery limit — is read from the
 // management API at Open, or taken from Config's fallback keys.
+//
+// # SQS behaviours and their RabbitMQ counterparts
+//
+//	SQS                              RabbitMQ source
+//	DeleteMessage (success, filter)  basic.ack
+//	visibility 0 (give back)         basic.nack requeue=true: never dead-letters
+//	                                 (but quorum queues before 4.3 count it
+//	                                 towards their delivery limit)
+//	visibility d (retry later)       held unacked for d (≤ 25 min), then requeued
+//	                                 or re-published
+//	visibility timeout               none: deliveries stay until settled or the
+//	                                 connection closes; SourceInfo says 30 s
+//	redrive policy maxReceiveCount   quorum x-delivery-limit (the broker counts),
+//	                                 or max_receive_count (pipes counts:
+//	                                 x-delivery-count, else x-pipes-attempts on
+//	                                 confirmed re-published copies)
+//	DLQ                              the queue's dead-letter exchange (argument
+//	                                 or policy) and the queues bound to it;
+//	                                 x-death tells queue, reason, count
+//	no redrive policy                no DLX: failures requeued after the delay,
+//	                                 never dropped
+//	ApproximateReceiveCount          x-delivery-count + 1, x-pipes-attempts + 1,
+//	                                 x-death count + 1 (+1 when redelivered)
+//	messageId                        AMQP message-id (unique in flight), else a
+//	                                 digest of body and properties
 package rabbitmq
 
 import (

@@ -153,7 +153,8 @@ func decimal(d amqp.Decimal) json.Number {
 	return json.Number(digits)
 }
 
-// recordFields are the fields of a Pipes RabbitMQ record, in order.
+// record is the Pipes RabbitMQ record of a delivery, its fields in order;
+// id is its messageId.
 func (s *Source) record(d *amqp.Delivery, id string) (*pipe.Record, error) {
 	props, err := json.Marshal(propertiesOf(d))
 	if err != nil {
