@@ -3,7 +3,9 @@ package rabbitmq_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,6 +208,9 @@ func TestFailedMessagesAreDeadLetteredTheRabbitMQWay(t *testing.T) {
 			x := xDeath(t, dead[0])
 			if x["queue"] != q || x["reason"] != tt.wantReason || x["count"] != tt.wantCount {
 				t.Errorf("x-death %v, want queue %s, reason %s, count %d", x, q, tt.wantReason, tt.wantCount)
+			}
+			if keys, _ := x["routing-keys"].([]any); x["exchange"] != "" || len(keys) != 1 || keys[0] != q {
+				t.Errorf("x-death %v, want the default exchange and routing keys [%s]", x, q)
 			}
 			if string(dead[0].Body) != "poison" || dead[0].Headers["kept"] != "yes" {
 				t.Errorf("dead letter %q with headers %v, want the message as published", dead[0].Body, dead[0].Headers)
@@ -589,5 +594,65 @@ func TestADeletedQueueMakesReceiveFailUntilItIsBack(t *testing.T) {
 		t.Errorf("received %q", m[0].Body)
 	} else if err := src.Ack(t.Context(), m); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Relies on: the broker delivering each message to one consumer at a time.
+func TestConcurrentReceivesAndSettlesLoseAndDuplicateNothing(t *testing.T) {
+	q := rabbittest.Name(t, "")
+	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{})
+	src := open(t, rabbitmq.Config{Queue: q, Prefetch: 20, WaitTime: 500 * time.Millisecond})
+	const n = 200
+	bodies := make([]string, n)
+	for i := range bodies {
+		bodies[i] = fmt.Sprint(i)
+	}
+	rabbittest.Publish(t, q, bodies...)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	total := 0
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				done := total >= n
+				mu.Unlock()
+				if done {
+					return
+				}
+				msgs, err := src.Receive(t.Context(), 1+w*3)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var ack, back []*pipe.Message
+				for i, m := range msgs {
+					if m.ReceiveCount() == 1 && i%3 == 0 {
+						back = append(back, m) // first deliveries, now and then, go back once
+						continue
+					}
+					ack = append(ack, m)
+				}
+				if err := src.Nak(t.Context(), back, 0); err != nil {
+					t.Error(err)
+				}
+				if err := src.Ack(t.Context(), ack); err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				for _, m := range ack {
+					seen[m.Body]++
+				}
+				total += len(ack)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for _, b := range bodies {
+		if seen[b] != 1 {
+			t.Errorf("message %s acked %d times", b, seen[b])
+		}
 	}
 }
