@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -655,4 +658,44 @@ func TestConcurrentReceivesAndSettlesLoseAndDuplicateNothing(t *testing.T) {
 			t.Errorf("message %s acked %d times", b, seen[b])
 		}
 	}
+}
+
+// Relies on: the management API showing a policy's keys in the queue's
+// effective_policy_definition, and the broker dead-lettering by a policy's
+// dead-letter-exchange.
+func TestAPolicysDeadLetterExchangeAndDeliveryLimitAreRead(t *testing.T) {
+	dlx, dlq := rabbittest.DeclareDLX(t)
+	q := rabbittest.Name(t, "")
+	policy := "pipes-test-" + q
+	def := map[string]any{"pattern": "^" + regexp.QuoteMeta(q) + "$", "apply-to": "queues", "priority": 100,
+		"definition": map[string]any{"dead-letter-exchange": dlx, "delivery-limit": 6}}
+	if code := management(t, http.MethodPut, "/api/policies/%2F/"+url.PathEscape(policy), def, nil); code >= 300 {
+		t.Fatalf("creating policy: HTTP %d", code)
+	}
+	t.Cleanup(func() { management(t, http.MethodDelete, "/api/policies/%2F/"+url.PathEscape(policy), nil, nil) })
+	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{Quorum: true})
+	deadline := time.Now().Add(15 * time.Second)
+	for { // the policy applies asynchronously
+		var got struct {
+			Policy map[string]any `json:"effective_policy_definition"`
+		}
+		management(t, http.MethodGet, "/api/queues/%2F/"+url.PathEscape(q), nil, &got)
+		if got.Policy["dead-letter-exchange"] == dlx {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the policy does not apply to %s: %v", q, got.Policy)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	src := open(t, rabbitmq.Config{Queue: q})
+	if src.info.DeadLetterARN != dlx || src.info.MaxReceiveCount != 6 {
+		t.Fatalf("SourceInfo %+v, want the policy's exchange %s and limit 6", src.info, dlx)
+	}
+	rabbittest.Publish(t, q, "by policy")
+	m := receive(t, src, 1, 10*time.Second)
+	if err := src.Term(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	waitCount(t, dlq, 1)
 }
