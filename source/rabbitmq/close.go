@@ -1,0 +1,106 @@
+package rabbitmq
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Pending counts the messages left in the queue: ready (a passive declare
+// on a channel of its own) and unacked by this source (buffered, in
+// flight, held or being re-published). Messages unacked by other
+// consumers are not counted. The runtime asks it in drain mode. It blocks
+// for one round trip and is safe for concurrent use.
+func (s *Source) Pending(ctx context.Context) (int, error) {
+	if s.opened.Load() == nil {
+		return 0, fmt.Errorf("RabbitMQ source %s: used before Open", s.cfg.Queue)
+	}
+	ss, err := s.current(ctx)
+	if err != nil {
+		return 0, err
+	}
+	ch, err := ss.conn.Channel()
+	if err != nil {
+		return 0, fmt.Errorf("counting the messages of RabbitMQ queue %s: %w", s.cfg.Queue, s.scrub(err))
+	}
+	defer ch.Close()
+	q, err := ch.QueueDeclarePassive(s.cfg.Queue, false, false, false, false, nil)
+	if err != nil {
+		return 0, fmt.Errorf("counting the messages of RabbitMQ queue %s: %w", s.cfg.Queue, s.scrub(err))
+	}
+	n := q.Messages + len(ss.buf) + int(s.publishes.Load())
+	s.mu.Lock()
+	for _, e := range s.inflight {
+		if e.sess == ss {
+			n++
+		}
+	}
+	s.mu.Unlock()
+	return n, nil
+}
+
+// Close stops the source: it stops reconnecting, requeues at once what was
+// received and not settled (held messages included; the pipe settles
+// everything before Close, this is a safety net), cancels the consumer,
+// requeues what was buffered and closes the connection; it then waits for
+// every goroutine of the source. Re-publishes under way are cut short (their
+// originals are requeued). It is safe to call more than once; later
+// Receives fail.
+func (s *Source) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closing = true
+	close(s.stop)
+	ss := s.sess
+	left := make([]*entry, 0, len(s.inflight))
+	failed := map[*entry]bool{} // held failures: rejected, so a delivery limit counts them
+	for h, e := range s.inflight {
+		failed[e] = e.timer != nil && e.then == rejectLater
+		s.forgetLocked(h, e)
+		left = append(left, e)
+	}
+	s.mu.Unlock()
+	s.cancelBg()
+	if len(left) > 0 {
+		s.log.Warn("closing with unsettled messages: requeueing them", "queue", s.cfg.Queue, "messages", len(left))
+	}
+	for _, e := range left {
+		switch {
+		case !e.sess.alive(): // the broker requeued it
+		case failed[e]:
+			_ = e.sess.ch.Reject(e.tag, true)
+		default:
+			_ = e.sess.ch.Nack(e.tag, false, true)
+		}
+	}
+	s.timers.Wait()
+	if ss != nil && ss.alive() {
+		_ = ss.ch.Cancel(ss.tag, false)
+	drain:
+		for {
+			select {
+			case d := <-ss.buf:
+				_ = ss.ch.Nack(d.DeliveryTag, false, true)
+			default:
+				break drain
+			}
+		}
+		ss.end(fmt.Errorf("RabbitMQ source %s: closed", s.cfg.Queue))
+	}
+	done := make(chan struct{})
+	go func() {
+		s.loops.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("closing RabbitMQ source %s: %w", s.cfg.Queue, ctx.Err())
+	case <-time.After(2 * closeTimeout):
+		return fmt.Errorf("closing RabbitMQ source %s: its goroutines did not end", s.cfg.Queue)
+	}
+}

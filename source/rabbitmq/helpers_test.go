@@ -1,0 +1,203 @@
+package rabbitmq_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/pipesproject/pipes/internal/rabbittest"
+	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source/rabbitmq"
+)
+
+// logs is a logger's output, safe for concurrent writes.
+type logs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// opened is a source under test, opened, with its logs.
+type opened struct {
+	*rabbitmq.Source
+	info pipe.SourceInfo
+	logs *logs
+}
+
+// open makes a source on cfg (URL defaulted to the test broker), opens it
+// and closes it when the test ends.
+func open(t *testing.T, cfg rabbitmq.Config) *opened {
+	t.Helper()
+	if cfg.URL == "" {
+		cfg.URL = rabbittest.URL(t)
+	}
+	if cfg.WaitTime == 0 {
+		cfg.WaitTime = time.Second
+	}
+	l := &logs{}
+	cfg.Logger = slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	src, err := rabbitmq.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := src.Open(t.Context())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := src.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return &opened{Source: src, info: info, logs: l}
+}
+
+// receive receives until n messages came or within passes.
+func receive(t *testing.T, src pipe.Source, n int, within time.Duration) []*pipe.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
+	var got []*pipe.Message
+	for len(got) < n {
+		msgs, err := src.Receive(ctx, 10)
+		if ctx.Err() != nil {
+			t.Fatalf("received %d of %d messages within %s", len(got), n, within)
+		}
+		if err != nil {
+			t.Logf("Receive: %v", err) // a reconnection under way
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		got = append(got, msgs...)
+	}
+	return got
+}
+
+// publish publishes one message with the given properties.
+func publish(t *testing.T, queue string, p amqp.Publishing) {
+	t.Helper()
+	ch := rabbittest.Channel(t)
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	dc, err := ch.PublishWithDeferredConfirmWithContext(t.Context(), "", queue, true, false, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := dc.WaitContext(t.Context()); !ok || err != nil {
+		t.Fatalf("publish not confirmed: %v", err)
+	}
+}
+
+// management calls the management API as guest and decodes its JSON answer
+// into out (when not nil).
+func management(t *testing.T, method, path string, body any, out any) int {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // also in cleanups
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, rabbittest.ManagementURL(t)+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth("guest", "guest")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("management API %s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("management API %s %s: %v", method, path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// closeConnections closes, through the management API, the connections
+// whose client-provided name contains part (the source names its
+// connection after its queue), and returns how many it closed. It waits up
+// to 10 s for the broker to list them.
+func closeConnections(t *testing.T, part string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var conns []struct {
+			Name  string `json:"name"`
+			Props struct {
+				Name string `json:"connection_name"`
+			} `json:"client_properties"`
+		}
+		management(t, http.MethodGet, "/api/connections", nil, &conns)
+		n := 0
+		for _, c := range conns {
+			if strings.Contains(c.Props.Name, part) {
+				management(t, http.MethodDelete, "/api/connections/"+url.PathEscape(c.Name), nil, nil)
+				n++
+			}
+		}
+		if n > 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// settleErr asserts err is a *pipe.SettleError.
+func settleErr(t *testing.T, err error) *pipe.SettleError {
+	t.Helper()
+	var se *pipe.SettleError
+	if !errors.As(err, &se) {
+		t.Fatalf("got %v, want a *pipe.SettleError", err)
+	}
+	return se
+}
+
+// xDeath is the first x-death entry of a delivery.
+func xDeath(t *testing.T, d amqp.Delivery) amqp.Table {
+	t.Helper()
+	list, _ := d.Headers["x-death"].([]any)
+	if len(list) == 0 {
+		t.Fatalf("dead letter %q has no x-death header: %v", d.Body, d.Headers)
+	}
+	return list[0].(amqp.Table)
+}
+
+// waitCount waits up to 10 s for the queue to hold n ready messages.
+func waitCount(t *testing.T, queue string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for rabbittest.Count(t, queue) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue %s holds %d messages, want %d", queue, rabbittest.Count(t, queue), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

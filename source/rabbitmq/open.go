@@ -1,0 +1,156 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/pipesproject/pipes/pipe"
+)
+
+// queueInfo is what Open learnt of the queue.
+type queueInfo struct {
+	facts queueFacts
+	// fromManagement is true when the facts came from the management API,
+	// false when they are the fallback keys.
+	fromManagement bool
+	info           pipe.SourceInfo
+}
+
+// Open connects, checks that the queue exists, learns its type,
+// dead-letter exchange and delivery limit from the management API (or the
+// fallback keys when it is off or cannot be reached: a warning says so),
+// checks that the dead-letter exchange exists, and starts consuming. It
+// blocks for those steps. A missing queue or dead-letter exchange, a
+// refused login and a stream queue are pipe.Permanent errors. After a
+// successful Open, later calls return the same SourceInfo.
+func (s *Source) Open(ctx context.Context) (pipe.SourceInfo, error) {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	if q := s.opened.Load(); q != nil {
+		return q.info, nil
+	}
+	conn, err := s.dial()
+	if err != nil {
+		return pipe.SourceInfo{}, err
+	}
+	q := &queueInfo{}
+	q.facts, q.fromManagement = s.learn(ctx)
+	if q.facts.Type == "stream" {
+		_ = conn.CloseDeadline(time.Now().Add(closeTimeout))
+		return pipe.SourceInfo{}, pipe.Permanent(fmt.Errorf("RabbitMQ queue %s is a stream: pipes reads classic and quorum queues", s.cfg.Queue))
+	}
+	if err := s.checkExchange(conn, q.facts); err != nil {
+		_ = conn.CloseDeadline(time.Now().Add(closeTimeout))
+		return pipe.SourceInfo{}, err
+	}
+	s.mu.Lock()
+	s.gen++
+	gen := s.gen
+	s.mu.Unlock()
+	ss, err := s.start(conn, gen)
+	if err != nil {
+		return pipe.SourceInfo{}, err
+	}
+	q.info = s.sourceInfo(q.facts)
+	s.opened.Store(q)
+	if !s.install(ss) {
+		return pipe.SourceInfo{}, fmt.Errorf("RabbitMQ source %s: closed", s.cfg.Queue)
+	}
+	s.advise(q.facts)
+	s.loops.Add(1)
+	go s.run(ss)
+	return q.info, nil
+}
+
+// learn reads the queue's facts from the management API, or returns the
+// fallback keys (and says why).
+func (s *Source) learn(ctx context.Context) (queueFacts, bool) {
+	fallback := queueFacts{DeadLetterExchange: s.cfg.DeadLetterExchange, HasDLX: s.cfg.DeadLetterExchange != "", DeliveryLimit: s.cfg.DeliveryLimit}
+	if fallback.DeliveryLimit > 0 {
+		fallback.Type = "quorum" // only quorum queues have delivery limits
+	}
+	if s.mgmt == "" {
+		s.log.Info("the management API is off: the queue's dead-letter exchange and delivery limit are taken from dead_letter_exchange and delivery_limit",
+			"queue", s.cfg.Queue, "dead_letter_exchange", s.cfg.DeadLetterExchange, "delivery_limit", s.cfg.DeliveryLimit)
+		return fallback, false
+	}
+	f, err := s.fetchFacts(ctx)
+	if err != nil {
+		if errors.Is(err, errNotFound) {
+			err = fmt.Errorf("it does not know queue %s in vhost %s", s.cfg.Queue, s.uri.Vhost)
+		}
+		s.log.Warn("the management API cannot be used to read the queue's arguments and policies: "+
+			"its dead-letter exchange and delivery limit are taken from dead_letter_exchange and delivery_limit",
+			"queue", s.cfg.Queue, "management_url", s.mgmt, "error", s.scrub(err),
+			"dead_letter_exchange", s.cfg.DeadLetterExchange, "delivery_limit", s.cfg.DeliveryLimit)
+		return fallback, false
+	}
+	return f, true
+}
+
+// checkExchange checks, on a throwaway channel, that the dead-letter
+// exchange exists: the broker drops what it dead-letters to a missing one.
+func (s *Source) checkExchange(conn *amqp.Connection, f queueFacts) error {
+	if !f.HasDLX || f.DeadLetterExchange == "" {
+		return nil // none, or the default exchange
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Errorf("checking the dead-letter exchange %s of RabbitMQ queue %s: %w", f.DeadLetterExchange, s.cfg.Queue, s.scrub(err))
+	}
+	err = ch.ExchangeDeclarePassive(f.DeadLetterExchange, amqp.ExchangeDirect, false, false, false, false, nil)
+	_ = ch.Close()
+	var ae *amqp.Error
+	if errors.As(err, &ae) && ae.Code == amqp.NotFound {
+		return pipe.Permanent(fmt.Errorf("the dead-letter exchange %s of RabbitMQ queue %s does not exist in vhost %s: the broker would drop what it dead-letters; declare it",
+			f.DeadLetterExchange, s.cfg.Queue, s.uri.Vhost))
+	}
+	if err != nil {
+		return fmt.Errorf("checking the dead-letter exchange %s of RabbitMQ queue %s: %w", f.DeadLetterExchange, s.cfg.Queue, s.scrub(err))
+	}
+	return nil
+}
+
+// sourceInfo is what the pipe is told of the queue.
+func (s *Source) sourceInfo(f queueFacts) pipe.SourceInfo {
+	info := pipe.SourceInfo{ARN: s.arn, VisibilityTimeout: VisibilityTimeout, MaxReceiveCount: s.cfg.MaxReceiveCount}
+	if f.DeliveryLimit > 0 && (info.MaxReceiveCount == 0 || f.DeliveryLimit < info.MaxReceiveCount) {
+		info.MaxReceiveCount = f.DeliveryLimit
+	}
+	if f.HasDLX {
+		info.DeadLetterARN = f.DeadLetterExchange
+		if info.DeadLetterARN == "" {
+			info.DeadLetterARN = "amq.default"
+		}
+	}
+	return info
+}
+
+// advise warns, as the SQS source's pipe does, of queues that lose or
+// spin failed messages.
+func (s *Source) advise(f queueFacts) {
+	mrc := s.cfg.MaxReceiveCount
+	if !f.HasDLX {
+		s.log.Warn("the RabbitMQ queue has no dead-letter exchange: failed messages are requeued after a delay, never dead-lettered; "+
+			"set one (x-dead-letter-exchange argument or a dead-letter-exchange policy)", "queue", s.cfg.Queue)
+		if f.DeliveryLimit > 0 {
+			s.log.Warn("the RabbitMQ queue has a delivery limit but no dead-letter exchange: the broker drops messages at the limit",
+				"queue", s.cfg.Queue, "delivery_limit", f.DeliveryLimit)
+		}
+		if mrc > 0 {
+			s.log.Warn("max_receive_count is set but the queue has no dead-letter exchange: messages past it are logged and requeued after a delay",
+				"queue", s.cfg.Queue, "max_receive_count", mrc)
+		}
+	}
+	if f.DeliveryLimit > 0 && f.DeliveryLimit < 5 {
+		s.log.Warn("the RabbitMQ queue's delivery limit is below 5: throttled retries and give-backs may dead-letter messages early",
+			"queue", s.cfg.Queue, "delivery_limit", f.DeliveryLimit)
+	}
+	if mrc > 0 && mrc < 5 {
+		s.log.Warn("max_receive_count is below 5: throttled retries may dead-letter messages early", "queue", s.cfg.Queue, "max_receive_count", mrc)
+	}
+}

@@ -1,0 +1,315 @@
+// Package rabbitmq is the RabbitMQ source of pipes: it consumes one queue
+// over AMQP 0-9-1 (github.com/rabbitmq/amqp091-go), hands its deliveries to
+// the pipe as records of the Pipes RabbitMQ shape (SPEC.md §2.2) and
+// settles them the RabbitMQ way when the pipe says so: basic.ack for done,
+// a requeue for a give-back, and for failures the queue's own
+// dead-lettering (its dead-letter exchange, its delivery limit) or pipes'
+// count of deliveries (max_receive_count). It decides no outcome on its
+// own: batching, scaling and verdicts belong to the pipe runtime.
+//
+// RabbitMQ deliveries are not leases: a delivery stays with the consumer
+// until it is settled or the channel closes (then the broker requeues it),
+// so the source has no Extend. What AMQP does not tell a client — the
+// queue's type, dead-letter exchange and delivery limit — is read from the
+// management API at Open, or taken from Config's fallback keys.
+//
+// # SQS behaviours and their RabbitMQ counterparts
+//
+//	SQS                              RabbitMQ source
+//	DeleteMessage (success, filter)  basic.ack
+//	visibility 0 (give back)         basic.nack requeue=true: never dead-letters
+//	                                 (but quorum queues before 4.3 count it
+//	                                 towards their delivery limit)
+//	visibility d (retry later)       held unacked for d (≤ 25 min), then requeued
+//	                                 or re-published
+//	visibility timeout               none: deliveries stay until settled or the
+//	                                 connection closes; SourceInfo says 30 s
+//	redrive policy maxReceiveCount   quorum x-delivery-limit (the broker counts),
+//	                                 or max_receive_count (pipes counts:
+//	                                 x-delivery-count, else x-pipes-attempts on
+//	                                 confirmed re-published copies)
+//	DLQ                              the queue's dead-letter exchange (argument
+//	                                 or policy) and the queues bound to it;
+//	                                 x-death tells queue, reason, count
+//	no redrive policy                no DLX: failures requeued after the delay,
+//	                                 never dropped
+//	ApproximateReceiveCount          x-delivery-count + 1, x-pipes-attempts + 1,
+//	                                 x-death count + 1 (+1 when redelivered)
+//	messageId                        AMQP message-id (unique in flight), else a
+//	                                 digest of body and properties
+package rabbitmq
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/pipesproject/pipes/pipe"
+)
+
+// Limits and defaults of the source.
+const (
+	// MaxPrefetch is the largest QoS prefetch the source asks for.
+	MaxPrefetch = 10000
+	// DefaultWaitTime is how long a Receive waits for a first delivery
+	// when Config.WaitTime is 0.
+	DefaultWaitTime = 20 * time.Second
+	// VisibilityTimeout is what SourceInfo reports: the delay after which
+	// the pipe retries a failed message it has no other delay for.
+	VisibilityTimeout = 30 * time.Second
+	// MaxHold caps how long a failed message is held unacked before it is
+	// requeued or re-published: below the broker's consumer_timeout (30
+	// min by default), which would close the channel.
+	MaxHold = 25 * time.Minute
+	// AttemptsHeader is the header of re-published copies that carries how
+	// many deliveries of the message failed before (max_receive_count on
+	// queues where the broker keeps no count).
+	AttemptsHeader = "x-pipes-attempts"
+	// ManagementOff is the ManagementURL that turns the management API off.
+	ManagementOff = "off"
+)
+
+// Config says which queue a Source consumes and how.
+type Config struct {
+	// URL is the broker: amqp:// or amqps://, user and password in it, the
+	// vhost in the path ("/" or none: the default vhost). It never
+	// appears in errors, logs or records.
+	URL string
+	// Queue is the queue to consume; it must exist.
+	Queue string
+	// Prefetch is the consumer's QoS prefetch count: 0 means BatchSize ×
+	// MaxConcurrency, at most MaxPrefetch.
+	Prefetch int
+	// BatchSize and MaxConcurrency are the pipe's, for the prefetch
+	// default (0 counts as 10 and 5).
+	BatchSize, MaxConcurrency int
+	// MaxReceiveCount, when above 0, makes the source dead-letter a message
+	// whose delivery failed that many times; 0 leaves it to the broker.
+	MaxReceiveCount int
+	// ManagementURL is the management API that tells the queue's type,
+	// dead-letter exchange and delivery limit: "" means
+	// http://<amqp host>:15672 with the AMQP URL's credentials, "off" not
+	// to use it. Credentials in it are used for it alone.
+	ManagementURL string
+	// DeadLetterExchange and DeliveryLimit stand in for what the management
+	// API would tell when it is off or cannot be reached.
+	DeadLetterExchange string
+	DeliveryLimit      int
+	// WaitTime is how long a Receive waits for a first delivery: 0 means
+	// DefaultWaitTime.
+	WaitTime time.Duration
+	// Logger receives warnings about the queue and the connection; nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Source consumes one RabbitMQ queue. Open it before the first Receive and
+// Close it once the pipe has settled everything. All its methods are safe
+// for concurrent use; it never settles a message on its own, except that
+// Close requeues what was left unsettled.
+type Source struct {
+	cfg      Config
+	uri      amqp.URI
+	secret   string // the AMQP password, scrubbed from every error and log
+	mgmt     string // management API base URL, "" when off
+	mgmtUser string
+	mgmtPass string
+	prefetch int
+	wait     time.Duration
+	log      *slog.Logger
+	arn      string
+	key      string // eventSourceKey: <queue>::<vhost>
+	arnJSON  json.RawMessage
+	keyJSON  json.RawMessage
+	connName string
+
+	openMu sync.Mutex
+	opened atomic.Pointer[queueInfo]
+
+	mu        sync.Mutex
+	sess      *session          // nil while disconnected
+	ready     chan struct{}     // closed when sess is set; replaced when it ends
+	lastErr   error             // why there is no session
+	gen       uint64            // generation of the last session
+	inflight  map[string]*entry // by receipt handle
+	ids       map[string]int    // AMQP message-ids in flight
+	closing   bool
+	stop      chan struct{}      // closed by Close
+	bg        context.Context    // cancelled by Close: bounds publishes
+	cancelBg  context.CancelFunc //
+	loops     sync.WaitGroup     // the connection loop and pumps
+	timers    sync.WaitGroup     // held messages' timers and re-publishes
+	publishes atomic.Int64       // re-publishes under way
+}
+
+var (
+	_ pipe.Source         = (*Source)(nil)
+	_ pipe.Opener         = (*Source)(nil)
+	_ pipe.Closer         = (*Source)(nil)
+	_ pipe.Terminator     = (*Source)(nil)
+	_ pipe.AttemptCounter = (*Source)(nil)
+)
+
+// New checks cfg and builds the source. It does no I/O: Open connects.
+// Errors name the problem, never the password.
+func New(cfg Config) (*Source, error) {
+	s := &Source{cfg: cfg, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	var errs []error
+	uri, secret, err := parseURL(cfg.URL)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.uri, s.secret = uri, secret
+	if cfg.Queue == "" {
+		errs = append(errs, errors.New("no queue"))
+	}
+	if cfg.Prefetch < 0 || cfg.Prefetch > MaxPrefetch {
+		errs = append(errs, fmt.Errorf("prefetch %d is outside 0..%d", cfg.Prefetch, MaxPrefetch))
+	}
+	if cfg.MaxReceiveCount < 0 {
+		errs = append(errs, fmt.Errorf("max receive count %d is negative", cfg.MaxReceiveCount))
+	}
+	if cfg.DeliveryLimit < 0 {
+		errs = append(errs, fmt.Errorf("delivery limit %d is negative", cfg.DeliveryLimit))
+	}
+	if cfg.WaitTime < 0 {
+		errs = append(errs, fmt.Errorf("wait time %v is negative", cfg.WaitTime))
+	}
+	if err == nil {
+		if err := s.setManagement(cfg.ManagementURL); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("configuring RabbitMQ source %s: %w", cfg.Queue, err)
+	}
+	s.prefetch = cfg.Prefetch
+	if s.prefetch == 0 {
+		b, c := cfg.BatchSize, cfg.MaxConcurrency
+		if b <= 0 {
+			b = 10
+		}
+		if c <= 0 {
+			c = 5
+		}
+		s.prefetch = min(b*c, MaxPrefetch)
+	}
+	s.wait = cfg.WaitTime
+	if s.wait == 0 {
+		s.wait = DefaultWaitTime
+	}
+	hostport := net.JoinHostPort(uri.Host, fmt.Sprint(uri.Port))
+	s.arn = "rabbitmq://" + hostport + "/" + url.PathEscape(uri.Vhost) + "/" + url.PathEscape(cfg.Queue)
+	s.key = cfg.Queue + "::" + uri.Vhost
+	s.arnJSON, _ = json.Marshal(s.arn) // strings always encode
+	s.keyJSON, _ = json.Marshal(s.key)
+	s.connName = "pipes rabbitmq source " + cfg.Queue + " " + rand.Text()[:6]
+	s.inflight = map[string]*entry{}
+	s.ids = map[string]int{}
+	s.ready = make(chan struct{})
+	s.stop = make(chan struct{})
+	s.bg, s.cancelBg = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// parseURL reads an AMQP URL without ever putting it, or its password,
+// in an error.
+func parseURL(raw string) (amqp.URI, string, error) {
+	if raw == "" {
+		return amqp.URI{}, "", errors.New("no url")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return amqp.URI{}, "", errors.New("the url is not a valid URL")
+	}
+	if u.Scheme != "amqp" && u.Scheme != "amqps" {
+		return amqp.URI{}, "", fmt.Errorf("the url's scheme is %q, want amqp or amqps", u.Scheme)
+	}
+	secret, _ := u.User.Password()
+	uri, err := amqp.ParseURI(raw)
+	if err != nil {
+		return amqp.URI{}, "", errors.New("the url is not a valid AMQP URL (amqp[s]://user:password@host:port/vhost)")
+	}
+	return uri, secret, nil
+}
+
+// setManagement resolves the management API's base URL and credentials.
+func (s *Source) setManagement(raw string) error {
+	switch raw {
+	case ManagementOff:
+		return nil
+	case "":
+		s.mgmt = "http://" + net.JoinHostPort(s.uri.Host, "15672")
+		s.mgmtUser, s.mgmtPass = s.uri.Username, s.uri.Password
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New(`management url must be an http(s) URL, "" or "off"`)
+	}
+	s.mgmtUser, s.mgmtPass = s.uri.Username, s.uri.Password
+	if u.User != nil {
+		s.mgmtUser = u.User.Username()
+		s.mgmtPass, _ = u.User.Password()
+		if s.mgmtPass != "" && s.secret == "" {
+			s.secret = s.mgmtPass
+		}
+		u.User = nil
+	}
+	s.mgmt = strings.TrimSuffix(u.String(), "/")
+	return nil
+}
+
+// scrub returns err with the passwords replaced, for errors that come from
+// libraries (a dial error, a management answer).
+func (s *Source) scrub(err error) error {
+	if err == nil {
+		return nil
+	}
+	secrets := []string{s.secret, s.mgmtPass, url.QueryEscape(s.secret), url.PathEscape(s.secret)}
+	msg := err.Error()
+	changed := false
+	for _, sec := range secrets {
+		if len(sec) >= 1 && strings.Contains(msg, sec) {
+			msg = strings.ReplaceAll(msg, sec, "xxxxx")
+			changed = true
+		}
+	}
+	if !changed {
+		return err
+	}
+	return &scrubbed{msg: msg, err: err}
+}
+
+// scrubbed is an error whose text had a password taken out; it still
+// unwraps to the original for errors.Is and errors.As.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+// Attempts is how many times m has been delivered, this delivery included:
+// x-delivery-count + 1 where the broker keeps it (quorum queues), else the
+// source's own x-pipes-attempts header or the x-death count for this queue,
+// plus one for this delivery and one more when the broker flags it
+// redelivered. It never blocks.
+func (s *Source) Attempts(m *pipe.Message) int {
+	return m.ReceiveCount()
+}

@@ -1,0 +1,155 @@
+package rabbitmq
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/pipesproject/pipes/pipe"
+)
+
+// entry is a delivery the source handed out and nobody settled yet.
+type entry struct {
+	handle   string
+	sess     *session
+	tag      uint64
+	id       string // the record's messageId
+	amqpID   bool   // id is the AMQP message-id or the content id (counted in Source.ids)
+	d        amqp.Delivery
+	attempts int
+	// timer is set while a failed message is held before its requeue or
+	// re-publish (then is what it does).
+	timer *time.Timer
+	then  action
+}
+
+// Receive waits up to the wait time (or until ctx is done) for a first
+// delivery, then takes what else is already buffered, up to limit (1 at
+// least), and returns them as Pipes RabbitMQ records. An empty result with
+// a nil error means none came. When ctx is done first it returns ctx's
+// error and no messages; deliveries taken are always returned, with a nil
+// error. While the connection is down it returns an error saying why (the
+// source reconnects meanwhile; nothing is lost: the broker redelivers what
+// was not acked). It is safe for concurrent use.
+func (s *Source) Receive(ctx context.Context, limit int) ([]*pipe.Message, error) {
+	if s.opened.Load() == nil {
+		return nil, fmt.Errorf("RabbitMQ source %s: used before Open", s.cfg.Queue)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ss, err := s.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	limit = max(limit, 1)
+	t := time.NewTimer(s.wait)
+	defer t.Stop()
+	var ds []amqp.Delivery
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, nil
+	case <-ss.dead:
+		return nil, fmt.Errorf("the connection to RabbitMQ for queue %s was lost (%w); reconnecting", s.cfg.Queue, ss.err)
+	case d := <-ss.buf:
+		ds = append(make([]amqp.Delivery, 0, limit), d)
+	}
+more:
+	for len(ds) < limit {
+		select {
+		case d := <-ss.buf:
+			ds = append(ds, d)
+		default:
+			break more
+		}
+	}
+	return s.track(ss, ds), nil
+}
+
+// track makes the messages of deliveries and remembers them until settled.
+func (s *Source) track(ss *session, ds []amqp.Delivery) []*pipe.Message {
+	block := make([]pipe.Message, len(ds))
+	entries := make([]entry, len(ds))
+	out := make([]*pipe.Message, 0, len(ds))
+	s.mu.Lock()
+	for i := range ds {
+		e := &entries[i]
+		e.sess, e.d, e.tag = ss, ds[i], ds[i].DeliveryTag
+		e.handle = strconv.FormatUint(ss.gen, 10) + "." + strconv.FormatUint(e.tag, 10)
+		e.attempts = attempts(&e.d, s.cfg.Queue)
+		id := e.d.MessageId
+		if id == "" {
+			id = contentID(&e.d)
+		}
+		if s.ids[id] == 0 {
+			e.id, e.amqpID = id, true
+		} else {
+			e.id = "pipes-" + rand.Text()
+		}
+		if e.amqpID {
+			s.ids[e.id]++
+		}
+		s.inflight[e.handle] = e
+	}
+	s.mu.Unlock()
+	for i := range entries {
+		e := &entries[i]
+		m := &block[i]
+		m.MessageID, m.ReceiptHandle, m.Body = e.id, e.handle, string(e.d.Body)
+		m.EventSource, m.EventSourceARN = pipe.EventSourceRabbitMQ, s.arn
+		m.Attributes = map[string]string{pipe.AttrReceiveCount: strconv.Itoa(e.attempts)}
+		if !e.d.Timestamp.IsZero() {
+			m.Attributes[pipe.AttrSentTimestamp] = strconv.FormatInt(e.d.Timestamp.UnixMilli(), 10)
+		}
+		rec, err := s.record(&e.d, e.id)
+		if err != nil {
+			// Properties always encode (headers are mapped to JSON
+			// values); should one not, the record still goes on, without.
+			s.log.Error("encoding a delivery's properties failed", "queue", s.cfg.Queue, "message_id", e.id, "error", err)
+			rec, _ = s.record(&amqp.Delivery{Body: e.d.Body, Redelivered: e.d.Redelivered}, e.id)
+		}
+		m.Record = rec
+		out = append(out, m)
+	}
+	return out
+}
+
+// contentID is the id made up for a message without a message-id: a
+// digest of its body and properties, so that a redelivery has the same id
+// (headers are left out: the broker adds to them on the way).
+func contentID(d *amqp.Delivery) string {
+	h := sha256.New()
+	for _, f := range []string{d.ContentType, d.ContentEncoding, d.CorrelationId, d.ReplyTo, d.Type, d.AppId, d.UserId,
+		strconv.FormatInt(d.Timestamp.UnixNano(), 10)} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	h.Write(d.Body)
+	return "pipes-" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// forgetLocked drops entry e (its timer stopped): it is settled, or its
+// session ended. s.mu is held.
+func (s *Source) forgetLocked(handle string, e *entry) {
+	delete(s.inflight, handle)
+	if e.amqpID {
+		if s.ids[e.id]--; s.ids[e.id] <= 0 {
+			delete(s.ids, e.id)
+		}
+		e.amqpID = false
+	}
+	if e.timer != nil {
+		if e.timer.Stop() {
+			s.timers.Done() // its callback will not run
+		}
+		e.timer = nil
+	}
+}

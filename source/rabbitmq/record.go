@@ -1,0 +1,245 @@
+package rabbitmq
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/pipesproject/pipes/pipe"
+)
+
+// TimestampLayout is how records show the AMQP timestamp, as Pipes does
+// ("Jan 1, 1970, 12:33:41 AM", UTC).
+const TimestampLayout = "Jan 2, 2006, 3:04:05 PM"
+
+// basicProperties is the record's basicProperties: every AMQP property,
+// null when unset. amqp091 does not tell an unset deliveryMode or priority
+// from 0: 0 is shown as null (0 is no valid delivery mode).
+type basicProperties struct {
+	ContentType     *string        `json:"contentType"`
+	ContentEncoding *string        `json:"contentEncoding"`
+	Headers         map[string]any `json:"headers"`
+	DeliveryMode    *uint8         `json:"deliveryMode"`
+	Priority        *uint8         `json:"priority"`
+	CorrelationID   *string        `json:"correlationId"`
+	ReplyTo         *string        `json:"replyTo"`
+	Expiration      *string        `json:"expiration"`
+	MessageID       *string        `json:"messageId"`
+	Timestamp       *string        `json:"timestamp"`
+	Type            *string        `json:"type"`
+	UserID          *string        `json:"userId"`
+	AppID           *string        `json:"appId"`
+	ClusterID       *string        `json:"clusterId"` // not in AMQP 0-9-1 deliveries: always null
+	BodySize        int            `json:"bodySize"`
+}
+
+func str(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func octet(n uint8) *uint8 {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
+// propertiesOf maps a delivery's properties.
+func propertiesOf(d *amqp.Delivery) basicProperties {
+	p := basicProperties{
+		ContentType: str(d.ContentType), ContentEncoding: str(d.ContentEncoding),
+		DeliveryMode: octet(d.DeliveryMode), Priority: octet(d.Priority),
+		CorrelationID: str(d.CorrelationId), ReplyTo: str(d.ReplyTo), Expiration: str(d.Expiration),
+		MessageID: str(d.MessageId), Type: str(d.Type), UserID: str(d.UserId), AppID: str(d.AppId),
+		BodySize: len(d.Body),
+	}
+	if !d.Timestamp.IsZero() {
+		p.Timestamp = str(d.Timestamp.UTC().Format(TimestampLayout))
+	}
+	if len(d.Headers) > 0 {
+		p.Headers = headersJSON(d.Headers)
+	}
+	return p
+}
+
+// headersJSON maps an AMQP table as Pipes shows it: strings and byte
+// arrays as {"bytes":[…]}, numbers as numbers, tables and arrays
+// recursively, timestamps as the record's timestamp string.
+func headersJSON(t amqp.Table) map[string]any {
+	out := make(map[string]any, len(t))
+	for k, v := range t {
+		out[k] = headerJSON(v)
+	}
+	return out
+}
+
+// byteArray is {"bytes":[…]} with the bytes as numbers 0..255.
+type byteArray struct {
+	Bytes []int `json:"bytes"`
+}
+
+func bytesOf(b []byte) byteArray {
+	out := make([]int, len(b))
+	for i, c := range b {
+		out[i] = int(c)
+	}
+	return byteArray{Bytes: out}
+}
+
+func headerJSON(v any) any {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case string:
+		return bytesOf([]byte(v))
+	case []byte:
+		return bytesOf(v)
+	case bool, int, int8, int16, int32, int64, uint8, uint16, uint32, uint64:
+		return v
+	case float32:
+		return finite(float64(v))
+	case float64:
+		return finite(v)
+	case amqp.Decimal:
+		return decimal(v)
+	case time.Time:
+		return v.UTC().Format(TimestampLayout)
+	case amqp.Table:
+		return headersJSON(v)
+	case map[string]any:
+		return headersJSON(amqp.Table(v))
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = headerJSON(e)
+		}
+		return out
+	default:
+		return bytesOf([]byte(fmt.Sprint(v)))
+	}
+}
+
+// finite is f, or null for NaN and infinities (JSON has no such numbers).
+func finite(f float64) any {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil
+	}
+	return f
+}
+
+// decimal writes an AMQP decimal exactly.
+func decimal(d amqp.Decimal) json.Number {
+	neg := d.Value < 0
+	digits := strconv.FormatInt(int64(d.Value), 10)
+	if neg {
+		digits = digits[1:]
+	}
+	if s := int(d.Scale); s > 0 {
+		for len(digits) <= s {
+			digits = "0" + digits
+		}
+		digits = digits[:len(digits)-s] + "." + digits[len(digits)-s:]
+	}
+	if neg {
+		digits = "-" + digits
+	}
+	return json.Number(digits)
+}
+
+// record is the Pipes RabbitMQ record of a delivery, its fields in order;
+// id is its messageId.
+func (s *Source) record(d *amqp.Delivery, id string) (*pipe.Record, error) {
+	props, err := json.Marshal(propertiesOf(d))
+	if err != nil {
+		return nil, fmt.Errorf("encoding the properties of a delivery: %w", err)
+	}
+	idJSON, _ := json.Marshal(id)
+	redelivered := json.RawMessage("false")
+	if d.Redelivered {
+		redelivered = json.RawMessage("true")
+	}
+	return &pipe.Record{
+		Fields: []pipe.RecordField{
+			{Name: "messageId", Value: idJSON},
+			{Name: "eventSource", Value: json.RawMessage(`"` + pipe.EventSourceRabbitMQ + `"`)},
+			{Name: "eventSourceArn", Value: s.arnJSON},
+			{Name: "eventSourceKey", Value: s.keyJSON},
+			{Name: "basicProperties", Value: props},
+			{Name: "redelivered", Value: redelivered},
+			{Name: "data"},
+		},
+		BodyField:    "data",
+		Unfilterable: unfilterable,
+	}, nil
+}
+
+// unfilterable are the fields the poller adds, which filters do not see.
+var unfilterable = []string{"eventSource", "eventSourceArn", "eventSourceKey"}
+
+// attempts counts m's deliveries, this one included (see Source.Attempts).
+func attempts(d *amqp.Delivery, queue string) int {
+	if n, ok := intHeader(d.Headers["x-delivery-count"]); ok {
+		return max(n, 0) + 1
+	}
+	n, ok := intHeader(d.Headers[AttemptsHeader])
+	if !ok {
+		n = deaths(d.Headers, queue)
+	}
+	n = max(n, 0) + 1
+	if d.Redelivered {
+		n++
+	}
+	return n
+}
+
+// deaths is the x-death count of the queue: how often the message was
+// dead-lettered from it (and came back through a dead-letter cycle).
+func deaths(h amqp.Table, queue string) int {
+	list, _ := h["x-death"].([]any)
+	n := 0
+	for _, e := range list {
+		t, ok := e.(amqp.Table)
+		if !ok || t["queue"] != queue {
+			continue
+		}
+		if c, ok := intHeader(t["count"]); ok && c > 0 {
+			n += c
+		}
+	}
+	return n
+}
+
+// intHeader reads an integer header value of any AMQP integer type.
+func intHeader(v any) (int, bool) {
+	switch v := v.(type) {
+	case int:
+		return v, true
+	case int8:
+		return int(v), true
+	case int16:
+		return int(v), true
+	case int32:
+		return int(v), true
+	case int64:
+		return int(min(max(v, math.MinInt32), math.MaxInt32)), true
+	case uint8:
+		return int(v), true
+	case uint16:
+		return int(v), true
+	case uint32:
+		return int(v), true
+	case uint64:
+		return int(min(v, math.MaxInt32)), true
+	case string:
+		n, err := strconv.Atoi(v)
+		return n, err == nil
+	}
+	return 0, false
+}

@@ -1,0 +1,340 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/pipesproject/pipes/pipe"
+)
+
+// Operation names of pipe.SettleError.Op.
+const (
+	opAck        = "ack"
+	opRequeue    = "requeue"
+	opFail       = "fail"
+	opDeadLetter = "dead-letter"
+)
+
+// Why settling a receipt can fail; both are the caller's fault (SenderFault):
+// retrying does not help, and the broker redelivers the message.
+var (
+	// ErrUnknownReceipt: the receipt was never handed out by this source,
+	// or it was settled already.
+	ErrUnknownReceipt = errors.New("unknown receipt handle (never received, or settled already)")
+	// ErrStaleReceipt: the channel the delivery came on closed (a
+	// reconnection); the broker redelivers the message.
+	ErrStaleReceipt = errors.New("the delivery's channel closed (its delivery tag is stale): the broker redelivers the message")
+)
+
+// action is what becomes of a failed message.
+type action int
+
+const (
+	requeueNow    action = iota // basic.nack requeue: a give-back
+	rejectLater                 // hold, then basic.reject requeue: a failure
+	republishLate               // hold, then re-publish with the count and ack
+	deadLetterNow               // basic.nack without requeue: to the DLX
+)
+
+// Ack acks the messages (basic.ack): they are done. A receipt that is
+// unknown, or whose channel closed, is reported in a *pipe.SettleError with
+// SenderFault (the broker redelivers those). It does not block on the
+// broker (acks have no answer) and is safe for concurrent use.
+func (s *Source) Ack(ctx context.Context, msgs []*pipe.Message) error {
+	es, failed := s.claim(msgs)
+	for _, e := range es {
+		if err := e.sess.ch.Ack(e.tag, false); err != nil {
+			failed[e.handle] = staleOr(err)
+		}
+	}
+	return settleError(opAck, failed)
+}
+
+// Nak gives the messages back. With delay 0 they are requeued at once
+// (basic.nack with requeue: never dead-lettered, and on RabbitMQ ≥ 4.3
+// not counted against a delivery limit). With a delay the message failed,
+// and the queue decides:
+//
+//   - max_receive_count reached (attempts ≥ N): dead-lettered (basic.nack
+//     without requeue) when the queue has a dead-letter exchange; without
+//     one it is logged and requeued after the delay, never dropped;
+//   - a delivery limit: held for the delay, then basic.reject with
+//     requeue (the broker counts it and dead-letters it at its limit);
+//   - max_receive_count on a queue without a delivery count of its own
+//     (classic): held for the delay, then re-published with the
+//     x-pipes-attempts header (publisher confirms), and the original acked
+//     once the copy is confirmed;
+//   - a dead-letter exchange: dead-lettered at once (reason rejected);
+//   - else held for the delay, then requeued.
+//
+// Holds are timers (capped at MaxHold, below the broker's consumer_timeout);
+// Nak does not wait for them. On a quorum queue of RabbitMQ before 4.3
+// every requeue, a give-back's too, counts towards the delivery limit.
+// Failures are reported like Ack's. It is safe for concurrent use.
+func (s *Source) Nak(ctx context.Context, msgs []*pipe.Message, delay time.Duration) error {
+	if delay <= 0 {
+		return s.settleNow(msgs, opRequeue, requeueNow)
+	}
+	return s.fail(msgs, delay, opFail, false)
+}
+
+// Term dead-letters the messages through the queue's dead-letter exchange
+// (basic.nack without requeue). Without one nothing is dropped: it logs an
+// error and requeues them after VisibilityTimeout. Failures are reported
+// like Ack's. It is safe for concurrent use.
+func (s *Source) Term(ctx context.Context, msgs []*pipe.Message) error {
+	q := s.opened.Load()
+	if q != nil && q.facts.HasDLX {
+		return s.settleNow(msgs, opDeadLetter, deadLetterNow)
+	}
+	s.log.Error("messages should be dead-lettered but the RabbitMQ queue has no dead-letter exchange: they are requeued after a delay instead",
+		"queue", s.cfg.Queue, "messages", len(msgs), "delay", VisibilityTimeout.String())
+	return s.fail(msgs, VisibilityTimeout, opDeadLetter, true)
+}
+
+// settleNow claims the messages and applies a to each now.
+func (s *Source) settleNow(msgs []*pipe.Message, op string, a action) error {
+	es, failed := s.claim(msgs)
+	for _, e := range es {
+		if err := s.apply(e, a); err != nil {
+			failed[e.handle] = err
+		}
+	}
+	return settleError(op, failed)
+}
+
+// apply settles a claimed entry now.
+func (s *Source) apply(e *entry, a action) error {
+	var err error
+	switch a {
+	case requeueNow:
+		err = e.sess.ch.Nack(e.tag, false, true)
+	case rejectLater:
+		err = e.sess.ch.Reject(e.tag, true)
+	case deadLetterNow:
+		err = e.sess.ch.Nack(e.tag, false, false)
+	case republishLate:
+		s.republish(e)
+	}
+	return staleOr(err)
+}
+
+// fail settles failed messages by the queue's rules (see Nak). logged says
+// the caller logged already that there is no dead-letter exchange.
+func (s *Source) fail(msgs []*pipe.Message, delay time.Duration, op string, logged bool) error {
+	q := s.opened.Load()
+	if q == nil {
+		return fmt.Errorf("RabbitMQ source %s: used before Open", s.cfg.Queue)
+	}
+	delay = min(delay, MaxHold)
+	mrc := s.cfg.MaxReceiveCount
+	failed := map[string]error{}
+	var now []*entry
+	var nowActs []action
+	var noDLX int
+	s.mu.Lock()
+	for _, m := range msgs {
+		e, err := s.lookupLocked(m.ReceiptHandle)
+		if err != nil {
+			failed[m.ReceiptHandle] = err
+			continue
+		}
+		var a action
+		switch {
+		case mrc > 0 && e.attempts >= mrc:
+			if q.facts.HasDLX {
+				a = deadLetterNow
+			} else {
+				a = rejectLater
+				noDLX++
+			}
+		case q.facts.DeliveryLimit > 0:
+			a = rejectLater
+		case mrc > 0:
+			a = republishLate
+			if q.facts.Type == "quorum" || e.d.Headers["x-delivery-count"] != nil {
+				a = rejectLater // the broker counts deliveries
+			}
+		case q.facts.HasDLX:
+			a = deadLetterNow
+		default:
+			a = rejectLater
+		}
+		if a == deadLetterNow || s.closing {
+			if a != deadLetterNow {
+				a = requeueNow // closing: give it back now
+			}
+			s.forgetLocked(e.handle, e)
+			now, nowActs = append(now, e), append(nowActs, a)
+			continue
+		}
+		s.holdLocked(e, delay, a)
+	}
+	s.mu.Unlock()
+	if noDLX > 0 && !logged {
+		s.log.Error("messages reached max_receive_count but the RabbitMQ queue has no dead-letter exchange: they are requeued after a delay instead",
+			"queue", s.cfg.Queue, "messages", noDLX, "max_receive_count", mrc, "delay", delay.String())
+	}
+	for i, e := range now {
+		if err := s.apply(e, nowActs[i]); err != nil {
+			failed[e.handle] = err
+		}
+	}
+	return settleError(op, failed)
+}
+
+// holdLocked keeps e unacked for delay, then applies a. A second hold
+// replaces the first. s.mu is held.
+func (s *Source) holdLocked(e *entry, delay time.Duration, a action) {
+	if e.timer != nil && e.timer.Stop() {
+		s.timers.Done()
+	}
+	s.timers.Add(1)
+	e.then = a
+	e.timer = time.AfterFunc(delay, func() {
+		defer s.timers.Done()
+		s.mu.Lock()
+		if s.inflight[e.handle] != e || e.timer == nil {
+			s.mu.Unlock()
+			return // settled or forgotten meanwhile
+		}
+		e.timer = nil // this callback runs: nothing to stop
+		s.forgetLocked(e.handle, e)
+		s.mu.Unlock()
+		if err := s.apply(e, a); err != nil {
+			s.log.Warn("requeueing a held message failed; the broker redelivers it", "queue", s.cfg.Queue, "message_id", e.id, "error", err)
+		}
+	})
+}
+
+// republish puts a copy of e's message at the tail of the queue with the
+// attempts so far in AttemptsHeader, waits for the broker's confirm, then
+// acks the original. When the copy is not confirmed the original is
+// requeued instead (it keeps its count only where the broker keeps one).
+func (s *Source) republish(e *entry) {
+	s.publishes.Add(1)
+	defer s.publishes.Add(-1)
+	ss := e.sess
+	if !ss.alive() {
+		return // the broker redelivers the original
+	}
+	err := s.publishCopy(ss, e)
+	if err == nil {
+		if err := ss.ch.Ack(e.tag, false); err != nil {
+			s.log.Warn("acking a re-published message failed: it will be delivered twice", "queue", s.cfg.Queue, "message_id", e.id, "error", err)
+		}
+		return
+	}
+	if rerr := ss.ch.Reject(e.tag, true); rerr != nil {
+		s.log.Warn("re-publishing a failed message and requeueing it failed; the broker redelivers it",
+			"queue", s.cfg.Queue, "message_id", e.id, "error", err)
+		return
+	}
+	s.log.Error("re-publishing a failed message with its delivery count failed: it was requeued without its count",
+		"queue", s.cfg.Queue, "message_id", e.id, "error", err)
+}
+
+// publishCopy publishes the copy and waits for its confirm; a return
+// (unroutable) or a nack is an error.
+func (s *Source) publishCopy(ss *session, e *entry) error {
+	headers := make(amqp.Table, len(e.d.Headers)+1)
+	for k, v := range e.d.Headers {
+		headers[k] = v
+	}
+	headers[AttemptsHeader] = int64(e.attempts)
+	msg := amqp.Publishing{
+		Headers: headers, ContentType: e.d.ContentType, ContentEncoding: e.d.ContentEncoding,
+		DeliveryMode: e.d.DeliveryMode, Priority: e.d.Priority, CorrelationId: e.d.CorrelationId,
+		ReplyTo: e.d.ReplyTo, Expiration: e.d.Expiration, MessageId: e.d.MessageId, Timestamp: e.d.Timestamp,
+		Type: e.d.Type, AppId: e.d.AppId, Body: e.d.Body,
+	}
+	if e.d.UserId == s.uri.Username {
+		msg.UserId = e.d.UserId // the broker refuses another user's id
+	}
+	ctx, cancel := context.WithTimeout(s.bg, publishTimeout)
+	defer cancel()
+	ss.pubMu.Lock()
+	defer ss.pubMu.Unlock()
+stale:
+	for { // late returns of earlier publishes that timed out
+		select {
+		case <-ss.returns:
+		default:
+			break stale
+		}
+	}
+	dc, err := ss.pub.PublishWithDeferredConfirmWithContext(ctx, "", s.cfg.Queue, true, false, msg)
+	if err != nil {
+		return fmt.Errorf("publishing: %w", s.scrub(err))
+	}
+	ok, err := dc.WaitContext(ctx)
+	if err != nil {
+		return fmt.Errorf("waiting for the confirm: %w", err)
+	}
+	if !ok {
+		return errors.New("the broker nacked the copy")
+	}
+	// The broker sends basic.return before the confirm of the same
+	// message, and the library hands it over before it reads the confirm.
+	select {
+	case r := <-ss.returns:
+		return fmt.Errorf("the copy was returned unroutable: %d %s", r.ReplyCode, r.ReplyText)
+	default:
+	}
+	return nil
+}
+
+// claim takes the entries of the messages out of the source: the caller
+// settles them. Receipts that cannot be settled are in failed.
+func (s *Source) claim(msgs []*pipe.Message) (es []*entry, failed map[string]error) {
+	failed = map[string]error{}
+	es = make([]*entry, 0, len(msgs))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		e, err := s.lookupLocked(m.ReceiptHandle)
+		if err != nil {
+			failed[m.ReceiptHandle] = err
+			continue
+		}
+		s.forgetLocked(e.handle, e)
+		es = append(es, e)
+	}
+	return es, failed
+}
+
+// lookupLocked finds the live entry of a receipt; one of an ended session
+// is forgotten and reported stale. s.mu is held.
+func (s *Source) lookupLocked(handle string) (*entry, error) {
+	e := s.inflight[handle]
+	if e == nil {
+		return nil, ErrUnknownReceipt
+	}
+	if !e.sess.alive() {
+		s.forgetLocked(handle, e)
+		return nil, ErrStaleReceipt
+	}
+	return e, nil
+}
+
+// staleOr maps a settle call's error: the only way one fails is a closed
+// channel, which makes the tag stale.
+func staleOr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w (%v)", ErrStaleReceipt, err)
+}
+
+// settleError reports failed receipts; every failure here is the sender's
+// fault (unknown or stale receipt): retrying does not help.
+func settleError(op string, failed map[string]error) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	return &pipe.SettleError{Op: op, Failed: failed, SenderFault: true}
+}
