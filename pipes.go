@@ -104,6 +104,7 @@ func NewRegistry() *Registry {
 	r := &Registry{sources: map[string]SourceFactory{}, targets: map[string]TargetFactory{}, funcs: map[string]pipe.Target{}}
 	r.MustRegisterSource("sqs", newSQSSource)
 	r.MustRegisterSource("memory", newMemorySource)
+	r.MustRegisterSource("rabbitmq", newRabbitSource)
 	r.MustRegisterTarget("http", newHTTPTarget)
 	r.MustRegisterTarget("stdout", newStdoutTarget)
 	r.MustRegisterTarget("func", r.newFuncTarget)
@@ -197,6 +198,11 @@ func (r *Registry) Check(specs []config.Pipe) error {
 				errs = append(errs, &config.Error{Pos: s.Target.Pos, Field: "target", Msg: err.Error()})
 			} else if c, ok := t.(pipe.Closer); ok {
 				_ = c.Close(context.Background())
+			}
+		}
+		if s.Source.Type == "rabbitmq" {
+			if _, err := newRabbitSource(context.Background(), s, &Env{Logger: slog.New(slog.DiscardHandler)}); err != nil {
+				errs = append(errs, &config.Error{Pos: s.Source.Pos, Field: "source", Msg: err.Error()})
 			}
 		}
 		if s.Target.Type == "rabbitmq" {

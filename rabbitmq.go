@@ -5,8 +5,22 @@ import (
 
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/pipe"
+	rabbitsource "github.com/pipesproject/pipes/source/rabbitmq"
 	rabbittarget "github.com/pipesproject/pipes/target/rabbitmq"
 )
+
+// newRabbitSource builds a `type: rabbitmq` source of pipe s. It does no
+// network I/O: the pipe opens it.
+func newRabbitSource(_ context.Context, s config.Pipe, env *Env) (pipe.Source, error) {
+	src := s.Source
+	return rabbitsource.New(rabbitsource.Config{
+		URL: src.URL, Queue: src.Queue, Prefetch: src.Prefetch,
+		BatchSize: src.BatchSize, MaxConcurrency: src.MaxConcurrency,
+		MaxReceiveCount: src.MaxReceiveCount, ManagementURL: src.ManagementURL,
+		DeadLetterExchange: src.DeadLetterExchange, DeliveryLimit: src.DeliveryLimit,
+		Logger: env.Logger.With("pipe", s.Name),
+	})
+}
 
 // newRabbitTarget builds a `type: rabbitmq` target (or dead_letter target)
 // of pipe s. It does no network I/O.

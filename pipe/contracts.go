@@ -60,6 +60,15 @@ type Terminator interface {
 	Term(ctx context.Context, msgs []*Message) error
 }
 
+// CancelSafe is a Source whose Receive may be cancelled without taking a
+// message it does not return (RabbitMQ and memory: what arrives waits in
+// the source). A pipe cancels such receives at once when it stops; an SQS
+// long poll, which a server may still hand a message after the client gave
+// up, is waited for instead.
+type CancelSafe interface {
+	ReceiveIsCancelSafe()
+}
+
 // AttemptCounter is a Source that knows better than ApproximateReceiveCount
 // how often a message was delivered (RabbitMQ's x-delivery-count or
 // x-death). Without it the attempt count is Message.ReceiveCount.

@@ -327,8 +327,15 @@ func (p *Pipe) Run(ctx context.Context) error {
 	// receives go on after polling stops.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
+	// Receives run under recv: cut at once at the stop when the source
+	// loses nothing by it (CancelSafe), else waited for.
+	recv, cancelRecv := context.WithCancel(work)
+	defer cancelRecv()
 	var batches, receives conc.WaitGroup
-	p.schedule(ctx, work, &batches, &receives)
+	p.schedule(ctx, recv, work, &batches, &receives)
+	if _, ok := p.opt.Source.(CancelSafe); ok {
+		cancelRecv()
+	}
 
 	// Polling has stopped: hand on what was received, let batches finish.
 	deadline := time.Now().Add(p.opt.ShutdownTimeout)
@@ -344,7 +351,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 	polls, inflight := p.receiving, p.inflight
 	p.mu.Unlock()
 	p.giveBack(held)
-	if polls > 0 {
+	if _, safe := p.opt.Source.(CancelSafe); polls > 0 && !safe {
 		// An abandoned long poll still takes messages on the server (seen
 		// on SQS-compatible servers), which would then stay hidden for their
 		// visibility timeout: the polls are waited for instead.
@@ -489,7 +496,7 @@ func (p *Pipe) adviseOnQueue(info SourceInfo) {
 // schedule runs the polling loop until poll is done or, with Drain, until
 // the source is empty. Receives and batches run under work, which outlives
 // poll; the caller waits for them.
-func (p *Pipe) schedule(poll, work context.Context, batches, receives *conc.WaitGroup) {
+func (p *Pipe) schedule(poll, recv, work context.Context, batches, receives *conc.WaitGroup) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	dryFull := false
@@ -550,7 +557,7 @@ func (p *Pipe) schedule(poll, work context.Context, batches, receives *conc.Wait
 			}
 			p.receiving++
 			p.reserved += n
-			receives.Go(func() { p.receive(work, n, est) })
+			receives.Go(func() { p.receive(recv, n, est) })
 		}
 		p.mu.Unlock()
 		select {

@@ -112,10 +112,11 @@ type Queue struct {
 }
 
 var (
-	_ pipe.Source   = (*Queue)(nil)
-	_ pipe.Opener   = (*Queue)(nil)
-	_ pipe.Closer   = (*Queue)(nil)
-	_ pipe.Extender = (*Queue)(nil)
+	_ pipe.Source     = (*Queue)(nil)
+	_ pipe.Opener     = (*Queue)(nil)
+	_ pipe.Closer     = (*Queue)(nil)
+	_ pipe.Extender   = (*Queue)(nil)
+	_ pipe.CancelSafe = (*Queue)(nil)
 )
 
 func newQueue(name string, opts Options, implicit bool) *Queue {
@@ -667,3 +668,7 @@ func md5OfAttributes(attrs map[string]pipe.MessageAttribute) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// ReceiveIsCancelSafe marks the queue pipe.CancelSafe: a cancelled Receive
+// takes nothing, so a stopping pipe need not wait out its long polls.
+func (q *Queue) ReceiveIsCancelSafe() {}

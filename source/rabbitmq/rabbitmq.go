@@ -159,6 +159,7 @@ var (
 	_ pipe.Closer         = (*Source)(nil)
 	_ pipe.Terminator     = (*Source)(nil)
 	_ pipe.AttemptCounter = (*Source)(nil)
+	_ pipe.CancelSafe     = (*Source)(nil)
 )
 
 // New checks cfg and builds the source. It does no I/O: Open connects.

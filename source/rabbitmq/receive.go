@@ -153,3 +153,8 @@ func (s *Source) forgetLocked(handle string, e *entry) {
 		e.timer = nil
 	}
 }
+
+// ReceiveIsCancelSafe marks the source pipe.CancelSafe: deliveries wait in
+// the consumer's buffer, so a cancelled Receive loses nothing and a
+// stopping pipe need not wait for it.
+func (s *Source) ReceiveIsCancelSafe() {}
