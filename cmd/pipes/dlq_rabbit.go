@@ -12,6 +12,7 @@ import (
 	"github.com/pipesproject/pipes/filter"
 	"github.com/pipesproject/pipes/redrive"
 	"github.com/pipesproject/pipes/redrive/rabbit"
+	"github.com/pipesproject/pipes/source/rabbitmq"
 )
 
 // openRabbitDLQ connects to the broker of the pipe's rabbitmq source and
@@ -47,7 +48,10 @@ func inspectRabbitDLQ(ctx context.Context, spec config.Pipe, f dlqFlags, maxMsgs
 	if err != nil {
 		return runtimeErr(err)
 	}
-	unacked := "unacked unknown (management API not used)"
+	unacked := "unacked unknown (the management API did not tell it)"
+	if spec.Source.ManagementURL == rabbitmq.ManagementOff {
+		unacked = "unacked unknown (management_url: off)"
+	}
 	if counts.UnackedKnown {
 		unacked = fmt.Sprintf("%d unacked", counts.Unacked)
 	}

@@ -16,7 +16,7 @@ import (
 // ErrNoDLQ is wrapped by FindDLQ's errors when it cannot name a single
 // dead-letter queue (none, several, or the management API off or
 // unusable): the caller should ask for the queue's name.
-var ErrNoDLQ = errors.New("no single dead-letter queue")
+var ErrNoDLQ = errors.New("cannot tell the dead-letter queue")
 
 // Found is the dead-letter queue FindDLQ found, and how.
 type Found struct {
