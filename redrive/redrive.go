@@ -56,6 +56,10 @@ type Entry struct {
 	// Body and MessageAttributes are, in a dry run, what would be sent.
 	Body              string                           `json:"body,omitempty"`
 	MessageAttributes map[string]pipe.MessageAttribute `json:"messageAttributes,omitempty"`
+	// Headers are, in a dry run from a RabbitMQ queue, the AMQP headers
+	// that would be sent, as Pipes RabbitMQ records show them (SQS runs
+	// leave it empty).
+	Headers map[string]any `json:"headers,omitempty"`
 	// Error says why it failed.
 	Error string `json:"error,omitempty"`
 }

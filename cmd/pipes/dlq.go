@@ -21,24 +21,33 @@ type dlqFlags struct {
 	files    []string
 	pipe     string
 	queueURL string
+	queue    string
 }
 
 func (f *dlqFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder")
 	fl.StringVar(&f.pipe, "pipe", "", "the pipe whose dead-letter queue to use when the files hold several")
-	fl.StringVar(&f.queueURL, "queue-url", "", "the dead-letter queue's URL (default: from the source queue's RedrivePolicy)")
+	fl.StringVar(&f.queueURL, "queue-url", "", "the dead-letter queue's URL (sqs sources; default: from the source queue's RedrivePolicy)")
+	fl.StringVar(&f.queue, "queue", "", "the dead-letter queue's name (rabbitmq sources; default: the one queue bound to the source queue's dead-letter exchange)")
 }
 
-const dlqFinding = `The dead-letter queue is the one named by the RedrivePolicy of the pipe's
-sqs source queue (queue_url, queue_arn or queue_name, with the source's region
-and endpoint); when that queue has none, the pipe's dead_letter target if it is
-an sqs target with a queue_url; --queue-url overrides both.`
+const dlqFinding = `Finding the dead-letter queue. For an sqs source it is the one named by the
+RedrivePolicy of the pipe's source queue (queue_url, queue_arn or queue_name,
+with the source's region and endpoint); when that queue has none, the pipe's
+dead_letter target if it is an sqs target with a queue_url; --queue-url
+overrides both. For a rabbitmq source it is the one queue bound to the source
+queue's dead-letter exchange (its x-dead-letter-exchange argument or
+dead-letter-exchange policy, and the exchange's bindings, both read from the
+management API of management_url); a queue that dead-letters to the default
+exchange has the queue of its dead-letter routing key. When no queue or
+several are bound, or the management API is off, it says what it found and
+asks for --queue NAME, which overrides the search.`
 
 func newDLQCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dlq",
-		Short: "Inspect and redrive the SQS dead-letter queue of a pipe",
+		Short: "Inspect and redrive the dead-letter queue of a pipe (SQS or RabbitMQ)",
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newDLQInspectCmd(stdout, stderr), newDLQRedriveCmd(stdout, stderr))
@@ -49,17 +58,26 @@ func newDLQInspectCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f dlqFlags
 	var maxMsgs int
 	cmd := &cobra.Command{
-		Use:   "inspect -f FILE [--pipe NAME] [--max 10] [--queue-url URL]",
-		Short: "Show a pipe's dead-letter queue: its counts, and up to --max messages as Pipes SQS records",
-		Long: `Prints the dead-letter queue's approximate counts on standard error and up to
---max of its messages on standard output, one Pipes SQS record per line
-(messageId, body, attributes, messageAttributes with the ErrorCode,
-ErrorMessage and pipes-* context the dead-letter stage adds, ...).
+		Use:   "inspect -f FILE [--pipe NAME] [--max 10] [--queue-url URL | --queue NAME]",
+		Short: "Show a pipe's dead-letter queue: its counts, and up to --max messages as Pipes SQS or RabbitMQ records",
+		Long: `For an sqs source it prints the dead-letter queue's approximate counts on
+standard error and up to --max of its messages on standard output, one Pipes
+SQS record per line (messageId, body, attributes, messageAttributes with the
+ErrorCode, ErrorMessage and pipes-* context the dead-letter stage adds, ...).
 
 SQS has no peek: inspecting receives the messages, which raises their
 ApproximateReceiveCount, keeps them hidden while it reads on (so each is shown
 once) and makes them all visible again (visibility 0) before it exits; if it
 dies first, they reappear within 30 s.
+
+For a rabbitmq source it prints the ready count (a passive declare) and the
+unacked count (from the management API, when it can be used), then up to --max
+messages from the head of the queue as Pipes RabbitMQ records (basicProperties
+with every header, x-death included; data the body in base64). They are not
+consumed: it reads them with basic.get without ack on a channel of its own and
+requeues them all before it exits (closing the channel, or the connection if
+it dies, does the same), so the queue keeps its count and its order; the
+broker flags them redelivered.
 
 ` + dlqFinding,
 		Args: cobra.NoArgs,
@@ -84,15 +102,15 @@ type redriveFlags struct {
 func newDLQRedriveCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f redriveFlags
 	cmd := &cobra.Command{
-		Use:   "redrive -f FILE [--pipe NAME] [--to URL] [--rate 50] [--max N] [--filter PATTERN_JSON] [--dry-run]",
+		Use:   "redrive -f FILE [--pipe NAME] [--to URL|QUEUE] [--rate 50] [--max N] [--filter PATTERN_JSON] [--dry-run] [--queue-url URL | --queue NAME]",
 		Short: "Move messages from a pipe's dead-letter queue back to its source queue (or --to)",
-		Long: `Receives the dead-letter queue's messages ten at a time and sends them to the
-pipe's source queue (or --to) with SendMessageBatch, keeping the body and the
-message attributes, less the failure context (ErrorCode, ErrorMessage and
-every pipes-* attribute), plus pipes-redriven-at (the time of the move). To a
-FIFO queue each keeps its MessageGroupId, and its message id becomes the
-MessageDeduplicationId. A message is deleted from the dead-letter queue only
-once its send succeeded.
+		Long: `For an sqs source it receives the dead-letter queue's messages ten at a time
+and sends them to the pipe's source queue (or --to) with SendMessageBatch,
+keeping the body and the message attributes, less the failure context
+(ErrorCode, ErrorMessage and every pipes-* attribute), plus pipes-redriven-at
+(the time of the move). To a FIFO queue each keeps its MessageGroupId, and
+its message id becomes the MessageDeduplicationId. A message is deleted from
+the dead-letter queue only once its send succeeded.
 
 --rate caps the messages sent per second (0: no cap). --filter takes an
 EventBridge event pattern (JSON) matched against each message's Pipes SQS
@@ -106,6 +124,21 @@ Each message handled gives one JSON line on standard output:
 {"messageId":...,"outcome":"moved|skipped|failed|would_move",...}; a summary
 line goes to standard error. Exit 1 when any send or delete failed.
 
+For a rabbitmq source it reads the messages with basic.get without ack (as
+many as the queue held when it started, so what dead-letters back meanwhile is
+not moved twice) and publishes a copy of each to the pipe's source queue (or
+the queue named by --to) through the default exchange, mandatory, with
+publisher confirms. The copy keeps the body and the properties; of the headers
+it drops the death history and the attempt count (x-death, x-first-death-*,
+x-last-death-*, x-delivery-count, x-pipes-attempts) and the failure context
+(ErrorCode, ErrorMessage, pipes-*), and it gains pipes-redriven-at. A message
+is acked from the dead-letter queue only once its copy is confirmed; a nack or
+a return (no such queue) fails it and it stays. --filter patterns are matched
+against the Pipes RabbitMQ record (data decoded when it is JSON:
+'{"data":{"kind":["order"]}}'). What is left behind stays unacked while the
+command runs, so each message is seen once, and is requeued in its place at
+the end. The same lines and exit codes as for SQS.
+
 ` + dlqFinding,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -114,7 +147,7 @@ line goes to standard error. Exit 1 when any send or delete failed.
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.to, "to", "", "the queue URL to move the messages to (default: the pipe's source queue)")
+	fl.StringVar(&f.to, "to", "", "the queue to move the messages to: its URL (sqs) or its name (rabbitmq) (default: the pipe's source queue)")
 	fl.Float64Var(&f.rate, "rate", 50, "the most messages moved per second (0: no cap)")
 	fl.IntVar(&f.max, "max", 0, "stop after this many messages moved or failed (0: until the queue is empty)")
 	fl.StringVar(&f.filter, "filter", "", `move only the messages matching this EventBridge event pattern, e.g. '{"body":{"kind":["order"]}}'`)
@@ -129,24 +162,35 @@ type dlqQueues struct {
 	dlq    string
 }
 
-// openDLQ loads the pipe, builds its SQS client and finds its dead-letter
-// queue (and, when needSource, its source queue's URL).
-func openDLQ(ctx context.Context, f dlqFlags, needSource bool) (dlqQueues, error) {
+// loadDLQPipe loads the pipe a dlq command works on.
+func loadDLQPipe(f dlqFlags) (config.Pipe, error) {
 	specs, err := loadSpecs(pipes.NewRegistry(), f.files)
 	if err != nil {
-		return dlqQueues{}, err
+		return config.Pipe{}, err
 	}
 	spec, err := pickPipe(specs, f.pipe)
 	if err != nil {
-		return dlqQueues{}, usageErr(err)
+		return config.Pipe{}, usageErr(err)
 	}
+	switch src := spec.Source; {
+	case src.Type == "rabbitmq" && f.queueURL != "":
+		return config.Pipe{}, usageErr(fmt.Errorf("pipe %s has a rabbitmq source: --queue-url is for sqs queues; name the dead-letter queue with --queue", spec.Name))
+	case src.Type != "rabbitmq" && f.queue != "":
+		return config.Pipe{}, usageErr(fmt.Errorf("pipe %s has a %s source: --queue is for rabbitmq queues; give an sqs dead-letter queue with --queue-url", spec.Name, src.Type))
+	}
+	return spec, nil
+}
+
+// openDLQ builds the SQS client of the pipe's sqs source and finds its
+// dead-letter queue (and, when needSource, its source queue's URL).
+func openDLQ(ctx context.Context, spec config.Pipe, f dlqFlags, needSource bool) (dlqQueues, error) {
 	src := spec.Source
 	switch src.Type {
 	case "sqs":
 	case "memory":
-		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s reads a memory queue, which lives only inside its `pipes run` process: there is no dead-letter queue to inspect or redrive from another process (pipes dlq works with sqs sources)", spec.Name))
+		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s reads a memory queue, which lives only inside its `pipes run` process: there is no dead-letter queue to inspect or redrive from another process (pipes dlq works with sqs and rabbitmq sources)", spec.Name))
 	default:
-		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s has a %s source: pipes dlq works with sqs sources only", spec.Name, src.Type))
+		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s has a %s source: pipes dlq works with sqs and rabbitmq sources only", spec.Name, src.Type))
 	}
 	guess := redrive.RegionOfURL(src.QueueURL)
 	if a, err := redrive.ParseQueueARN(src.QueueARN); err == nil {
@@ -193,7 +237,14 @@ func inspectDLQ(ctx context.Context, f dlqFlags, maxMsgs int, stdout, stderr io.
 	if maxMsgs < 1 {
 		return usageErr(fmt.Errorf("--max must be at least 1, got %d", maxMsgs))
 	}
-	q, err := openDLQ(ctx, f, false)
+	spec, err := loadDLQPipe(f)
+	if err != nil {
+		return err
+	}
+	if spec.Source.Type == "rabbitmq" {
+		return inspectRabbitDLQ(ctx, spec, f, maxMsgs, stdout, stderr)
+	}
+	q, err := openDLQ(ctx, spec, f, false)
 	if err != nil {
 		return err
 	}
@@ -234,7 +285,14 @@ func redriveDLQ(ctx context.Context, f redriveFlags, stdout, stderr io.Writer) e
 	if err := errors.Join(errs...); err != nil {
 		return usageErr(err)
 	}
-	q, err := openDLQ(ctx, f.dlqFlags, f.to == "")
+	spec, err := loadDLQPipe(f.dlqFlags)
+	if err != nil {
+		return err
+	}
+	if spec.Source.Type == "rabbitmq" {
+		return redriveRabbitDLQ(ctx, spec, f, pattern, stdout, stderr)
+	}
+	q, err := openDLQ(ctx, spec, f.dlqFlags, f.to == "")
 	if err != nil {
 		return err
 	}

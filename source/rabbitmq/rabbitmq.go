@@ -213,8 +213,7 @@ func New(cfg Config) (*Source, error) {
 	if s.wait == 0 {
 		s.wait = DefaultWaitTime
 	}
-	hostport := net.JoinHostPort(uri.Host, fmt.Sprint(uri.Port))
-	s.arn = "rabbitmq://" + hostport + "/" + url.PathEscape(uri.Vhost) + "/" + url.PathEscape(cfg.Queue)
+	s.arn = ARN(uri, cfg.Queue)
 	s.key = cfg.Queue + "::" + uri.Vhost
 	s.arnJSON, _ = json.Marshal(s.arn) // strings always encode
 	s.keyJSON, _ = json.Marshal(s.key)

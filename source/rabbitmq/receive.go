@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -103,23 +106,60 @@ func (s *Source) track(ss *session, ds []amqp.Delivery) []*pipe.Message {
 	for i := range entries {
 		e := &entries[i]
 		m := &block[i]
-		m.MessageID, m.ReceiptHandle, m.Body = e.id, e.handle, string(e.d.Body)
-		m.EventSource, m.EventSourceARN = pipe.EventSourceRabbitMQ, s.arn
-		m.Attributes = map[string]string{pipe.AttrReceiveCount: strconv.Itoa(e.attempts)}
-		if !e.d.Timestamp.IsZero() {
-			m.Attributes[pipe.AttrSentTimestamp] = strconv.FormatInt(e.d.Timestamp.UnixMilli(), 10)
-		}
-		rec, err := s.record(&e.d, e.id)
-		if err != nil {
+		if err := fill(m, &e.d, e.id, e.handle, e.attempts, s.arn, s.arnJSON, s.keyJSON); err != nil {
 			// Properties always encode (headers are mapped to JSON
 			// values); should one not, the record still goes on, without.
 			s.log.Error("encoding a delivery's properties failed", "queue", s.cfg.Queue, "message_id", e.id, "error", err)
-			rec, _ = s.record(&amqp.Delivery{Body: e.d.Body, Redelivered: e.d.Redelivered}, e.id)
 		}
-		m.Record = rec
 		out = append(out, m)
 	}
 	return out
+}
+
+// fill makes m the message of delivery d: its id, receipt handle, body,
+// receive count and Pipes RabbitMQ record. When the properties do not
+// encode, the record is made without them and the error is returned.
+func fill(m *pipe.Message, d *amqp.Delivery, id, handle string, attempts int, arn string, arnJSON, keyJSON json.RawMessage) error {
+	m.MessageID, m.ReceiptHandle, m.Body = id, handle, string(d.Body)
+	m.EventSource, m.EventSourceARN = pipe.EventSourceRabbitMQ, arn
+	m.Attributes = map[string]string{pipe.AttrReceiveCount: strconv.Itoa(attempts)}
+	if !d.Timestamp.IsZero() {
+		m.Attributes[pipe.AttrSentTimestamp] = strconv.FormatInt(d.Timestamp.UnixMilli(), 10)
+	}
+	rec, err := newRecord(d, id, arnJSON, keyJSON)
+	if err != nil {
+		rec, _ = newRecord(&amqp.Delivery{Body: d.Body, Redelivered: d.Redelivered}, id, arnJSON, keyJSON)
+	}
+	m.Record = rec
+	return err
+}
+
+// Record is the message of delivery d of queue (in vhost) as the source
+// would hand it to a pipe: a Pipes RabbitMQ record whose eventSourceArn
+// is arn (see ARN) and eventSourceKey "<queue>::<vhost>", whose messageId
+// is the AMQP message-id or, without one, the digest the source makes up,
+// and whose receive count is read from the headers as Source.Attempts
+// does. Its ReceiptHandle is empty: it is for tools that read a queue
+// without a Source (pipes dlq), which settle the delivery themselves. It
+// does no I/O and is safe for concurrent use.
+func Record(d amqp.Delivery, queue, vhost, arn string) *pipe.Message {
+	id := d.MessageId
+	if id == "" {
+		id = contentID(&d)
+	}
+	arnJSON, _ := json.Marshal(arn) // strings always encode
+	keyJSON, _ := json.Marshal(queue + "::" + vhost)
+	m := &pipe.Message{}
+	_ = fill(m, &d, id, "", attempts(&d, queue), arn, arnJSON, keyJSON) // a record is made even when the properties do not encode
+	return m
+}
+
+// ARN is the eventSourceArn of a queue's records:
+// rabbitmq://<host>:<port>/<vhost>/<queue>, path-escaped, without the
+// credentials of uri.
+func ARN(uri amqp.URI, queue string) string {
+	hostport := net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port))
+	return "rabbitmq://" + hostport + "/" + url.PathEscape(uri.Vhost) + "/" + url.PathEscape(queue)
 }
 
 // contentID is the id made up for a message without a message-id: a

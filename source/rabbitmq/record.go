@@ -69,6 +69,15 @@ func propertiesOf(d *amqp.Delivery) basicProperties {
 	return p
 }
 
+// HeadersJSON maps AMQP headers as records show them (see headersJSON);
+// nil for none. It is safe for concurrent use.
+func HeadersJSON(t amqp.Table) map[string]any {
+	if len(t) == 0 {
+		return nil
+	}
+	return headersJSON(t)
+}
+
 // headersJSON maps an AMQP table as Pipes shows it: strings and byte
 // arrays as {"bytes":[…]}, numbers as numbers, tables and arrays
 // recursively, timestamps as the record's timestamp string.
@@ -153,9 +162,9 @@ func decimal(d amqp.Decimal) json.Number {
 	return json.Number(digits)
 }
 
-// record is the Pipes RabbitMQ record of a delivery, its fields in order;
-// id is its messageId.
-func (s *Source) record(d *amqp.Delivery, id string) (*pipe.Record, error) {
+// newRecord is the Pipes RabbitMQ record of a delivery, its fields in
+// order; id is its messageId.
+func newRecord(d *amqp.Delivery, id string, arnJSON, keyJSON json.RawMessage) (*pipe.Record, error) {
 	props, err := json.Marshal(propertiesOf(d))
 	if err != nil {
 		return nil, fmt.Errorf("encoding the properties of a delivery: %w", err)
@@ -169,8 +178,8 @@ func (s *Source) record(d *amqp.Delivery, id string) (*pipe.Record, error) {
 		Fields: []pipe.RecordField{
 			{Name: "messageId", Value: idJSON},
 			{Name: "eventSource", Value: json.RawMessage(`"` + pipe.EventSourceRabbitMQ + `"`)},
-			{Name: "eventSourceArn", Value: s.arnJSON},
-			{Name: "eventSourceKey", Value: s.keyJSON},
+			{Name: "eventSourceArn", Value: arnJSON},
+			{Name: "eventSourceKey", Value: keyJSON},
 			{Name: "basicProperties", Value: props},
 			{Name: "redelivered", Value: redelivered},
 			{Name: "data"},
