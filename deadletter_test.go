@@ -23,10 +23,18 @@ import (
 // Items a target refuses with a client error (HTTP 400) reach the pipe's
 // dead-letter queue at once, with their failure context, instead of cycling
 // through maxReceiveCount; the others are delivered; the source ends empty.
+//
+// Both servers: it relies only on send, receive and delete.
 func TestClientErrorsGoToTheDeadLetterQueueAtOnceWithTheirContext(t *testing.T) {
+	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
+		testClientErrorsGoToTheDeadLetterQueueAtOnceWithTheirContext(t, s)
+	})
+}
+
+func testClientErrorsGoToTheDeadLetterQueueAtOnceWithTheirContext(t *testing.T, s sqstest.Server) {
 	fakeAWSEnv(t)
-	endpoint := sqstest.Endpoint(t)
-	client := sqstest.Client(t)
+	endpoint := sqstest.EndpointOf(t, s)
+	client := sqstest.ClientOf(t, s)
 	queueURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 2 * time.Second, MaxReceiveCount: 10})
 	deadURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})
 	var bodies []string

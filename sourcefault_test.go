@@ -87,10 +87,17 @@ func (p *proxy) setUp(up bool) {
 	}
 }
 
+// Both servers: it relies only on send, receive and delete through a proxy.
 func TestSQSEndpointDownAtStartAndMidRunIsRetriedWithBackoffAndRecovers(t *testing.T) {
+	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
+		testSQSEndpointDownAtStartAndMidRunIsRetriedWithBackoffAndRecovers(t, s)
+	})
+}
+
+func testSQSEndpointDownAtStartAndMidRunIsRetriedWithBackoffAndRecovers(t *testing.T, s sqstest.Server) {
 	fakeAWSEnv(t)
-	endpoint := sqstest.Endpoint(t)
-	client := sqstest.Client(t)
+	endpoint := sqstest.EndpointOf(t, s)
+	client := sqstest.ClientOf(t, s)
 	queueURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 2 * time.Second, MaxReceiveCount: 10})
 	u, _ := url.Parse(endpoint)
 	px := newProxy(t, u.Host)

@@ -98,10 +98,18 @@ func (f *faultyTarget) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// Both servers: failed items come back after their visibility timeout
+// with a maxReceiveCount far above what the faults need.
 func TestTargetFaultsAreRetriedThroughTheQueueAndNothingIsLostOrDuplicated(t *testing.T) {
+	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
+		testTargetFaultsAreRetriedThroughTheQueueAndNothingIsLostOrDuplicated(t, s)
+	})
+}
+
+func testTargetFaultsAreRetriedThroughTheQueueAndNothingIsLostOrDuplicated(t *testing.T, s sqstest.Server) {
 	fakeAWSEnv(t)
-	endpoint := sqstest.Endpoint(t)
-	client := sqstest.Client(t)
+	endpoint := sqstest.EndpointOf(t, s)
+	client := sqstest.ClientOf(t, s)
 	// maxReceiveCount is high because the local server (unlike SQS) counts
 	// every heartbeat's ChangeMessageVisibility as a receive.
 	queueURL, dlqURL := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 2 * time.Second, MaxReceiveCount: 50})

@@ -2,7 +2,8 @@
 //
 //	go run ./bench
 //
-// starts the local SQS-compatible server (.ci/sqs), builds pipes and the
+// starts a local SQS-compatible server (-server: local-aws-sqs from .ci/sqs,
+// the default, or fauxqs from .ci/fauxqs), builds pipes and the
 // minimal consumer (bench/minimal), and measures throughput and CPU per
 // message against the minimal consumer, API calls per message, the idle
 // cost, scale-up and memory. Results go to bench/results/ (results.json,
@@ -34,6 +35,7 @@ import (
 
 // options are the harness's flags.
 type options struct {
+	server      string // -server: a key of servers
 	scenarios   map[string]bool
 	n, size     int
 	concurrency int
@@ -72,6 +74,7 @@ func main() {
 
 func run() error {
 	var o options
+	flag.StringVar(&o.server, "server", "local-aws-sqs", "the SQS-compatible server to run against: local-aws-sqs or fauxqs (results of fauxqs go to a fauxqs folder under the results folder)")
 	scen := flag.String("scenarios", strings.Join(defaultScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ",")+" (trickle is optional)")
 	report := flag.Bool("report", false, "print the Markdown table of the results folder and exit")
 	out := flag.String("out", "", "results folder (default bench/results, or bench/results/quick with -quick)")
@@ -98,6 +101,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if _, ok := servers[o.server]; !ok {
+		return fmt.Errorf("-server: unknown server %q (want local-aws-sqs or fauxqs)", o.server)
+	}
 	dir := *out
 	switch {
 	case dir != "":
@@ -105,6 +111,10 @@ func run() error {
 		dir = filepath.Join(root, "bench", "results", "quick")
 	default:
 		dir = filepath.Join(root, "bench", "results")
+	}
+	if *out == "" && o.server != "local-aws-sqs" {
+		// Never replace the figures of the default server.
+		dir = filepath.Join(dir, o.server)
 	}
 	if *report {
 		r, err := loadResults(dir)
@@ -190,8 +200,8 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 			return fmt.Errorf("building %s: %w: %s", pkg, err, out)
 		}
 	}
-	progress("starting the SQS server")
-	h.srv, err = startServer(ctx, root)
+	progress("starting the SQS server (" + o.server + ")")
+	h.srv, err = startServer(ctx, root, o.server)
 	if err != nil {
 		return err
 	}

@@ -22,8 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// sqsServer is the local SQS-compatible server (node .ci/sqs/server.mjs)
-// the harness starts and stops.
+// sqsServer is the local SQS-compatible server (node server.mjs in .ci/sqs
+// or .ci/fauxqs) the harness starts and stops.
 type sqsServer struct {
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
@@ -31,11 +31,29 @@ type sqsServer struct {
 	client   *sqs.Client
 }
 
-// startServer installs the server's packages when needed, starts it and
-// waits (at most 20 s) for its port.
-func startServer(ctx context.Context, root string) (*sqsServer, error) {
-	dir := filepath.Join(root, ".ci", "sqs")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "local-aws-sqs", "package.json")); err != nil {
+// serverKind says where a test server lives and which Node runs it.
+type serverKind struct {
+	dir    string // under the repository root
+	marker string // a file under dir that exists once npm ci ran
+	node   string // the Node binary under dir; "" for the machine's node
+}
+
+// servers are the values of -server.
+var servers = map[string]serverKind{
+	"local-aws-sqs": {dir: ".ci/sqs", marker: "node_modules/local-aws-sqs/package.json"},
+	// fauxqs needs Node >= 22.5: its folder brings its own.
+	"fauxqs": {dir: ".ci/fauxqs", marker: "node_modules/fauxqs/package.json", node: "node_modules/.bin/node"},
+}
+
+// startServer installs the packages of the server named kind (a key of
+// servers) when needed, starts it and waits (at most 20 s) for its port.
+func startServer(ctx context.Context, root, kind string) (*sqsServer, error) {
+	k, ok := servers[kind]
+	if !ok {
+		return nil, fmt.Errorf("unknown server %q", kind)
+	}
+	dir := filepath.Join(root, filepath.FromSlash(k.dir))
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(k.marker))); err != nil {
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ictx, "npm", "ci", "--no-audit", "--no-fund")
@@ -44,7 +62,11 @@ func startServer(ctx context.Context, root string) (*sqsServer, error) {
 			return nil, fmt.Errorf("running npm ci in %s: %w: %s", dir, err, strings.TrimSpace(string(out)))
 		}
 	}
-	cmd := exec.Command("node", "server.mjs")
+	node := "node"
+	if k.node != "" {
+		node = filepath.Join(dir, filepath.FromSlash(k.node))
+	}
+	cmd := exec.Command(node, "server.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PORT=0")
 	cmd.Stderr = os.Stderr

@@ -1,10 +1,17 @@
-// Package sqstest gives tests a real SQS-compatible server to run against:
-// the local-aws-sqs server pinned in .ci/sqs, started once per test binary,
+// Package sqstest gives tests real SQS-compatible servers to run against:
+// local-aws-sqs (pinned in .ci/sqs) and fauxqs (pinned in .ci/fauxqs, with
+// the Node 22 it needs), each started once per test binary on its first use,
 // plus helpers that create throwaway queues and read them back.
 //
-// Tests that call Endpoint fail when the server cannot be started and the
+// The two servers are wrong in different places (see the README), so a test
+// says which server behaviour it relies on: Servers runs it on both, and a
+// test that needs what only one gets right calls EndpointOf and ClientOf
+// with that one. Endpoint and Client mean local-aws-sqs.
+//
+// Tests fail when a server they ask for cannot be started and the
 // environment variable CI is "true"; elsewhere they are skipped. Setting
-// PIPES_SQS_ENDPOINT uses an already running server instead.
+// PIPES_SQS_ENDPOINT (local-aws-sqs) or PIPES_FAUXQS_ENDPOINT (fauxqs) uses
+// an already running server instead.
 package sqstest
 
 import (
@@ -28,26 +35,81 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // EnvEndpoint names the environment variable that points the tests at an
-// already running SQS-compatible server instead of starting one.
+// already running local-aws-sqs (or any SQS-compatible server standing in
+// for it) instead of starting one.
 const EnvEndpoint = "PIPES_SQS_ENDPOINT"
+
+// EnvFauxqsEndpoint names the environment variable that points the tests
+// at an already running fauxqs instead of starting one.
+const EnvFauxqsEndpoint = "PIPES_FAUXQS_ENDPOINT"
 
 // Region is the region the test clients sign for.
 const Region = "us-east-1"
 
 const (
-	startTimeout   = 20 * time.Second
+	startTimeout   = 30 * time.Second
 	installTimeout = 5 * time.Minute
 	callTimeout    = 30 * time.Second
 )
 
-// server is the one server process of this test binary. It is test-helper
-// state: the process's stdin pipe is kept here so that the server lives as
-// long as the test binary and exits when the binary's pipes close.
+// Server names one of the SQS-compatible servers the tests run against.
+type Server string
+
+const (
+	// LocalAWSSQS is local-aws-sqs@2.0.2 (.ci/sqs). It counts every
+	// ChangeMessageVisibility as a receive, ignores
+	// MessageSystemAttributeNames, does not lock FIFO message groups,
+	// counts in-flight messages as visible and answers a long poll early
+	// only when it can fill ten; it has move tasks, ReceiptHandleIsInvalid
+	// and DeadLetterQueueSourceArn.
+	LocalAWSSQS Server = "local-aws-sqs"
+	// Fauxqs is fauxqs@2.4.1 (.ci/fauxqs), also an SNS (and S3) emulator.
+	// It gets the consumer-side rules right (receive counts, FIFO group
+	// locking, visibility, long polls) but reports a garbage receipt handle
+	// as deleted, sets no DeadLetterQueueSourceArn, has no move tasks,
+	// returns at most one message per FIFO group per receive and wakes
+	// every waiting long poll on one send. Its queue URLs name the host
+	// sqs.us-east-1.localhost, which does not resolve: clients must keep
+	// the endpoint override.
+	Fauxqs Server = "fauxqs"
+)
+
+// All lists every server, in the order Servers runs them.
+var All = []Server{LocalAWSSQS, Fauxqs}
+
+// Servers runs fn as one subtest per server in All, named by the server.
+// It blocks until they finish (subtests are not parallel unless fn says
+// so). Use it for tests whose behaviour both servers get right.
+func Servers(t *testing.T, fn func(t *testing.T, s Server)) {
+	t.Helper()
+	for _, s := range All {
+		t.Run(string(s), func(t *testing.T) { fn(t, s) })
+	}
+}
+
+// kind says where a server lives and how it is started.
+type kind struct {
+	dir    string // under the repository root
+	env    string // names an already running server
+	marker string // a file under dir that exists once npm ci ran
+	node   string // the Node binary, "" for the machine's
+}
+
+var kinds = map[Server]kind{
+	LocalAWSSQS: {dir: ".ci/sqs", env: EnvEndpoint, marker: "node_modules/local-aws-sqs/package.json"},
+	Fauxqs:      {dir: ".ci/fauxqs", env: EnvFauxqsEndpoint, marker: "node_modules/fauxqs/package.json", node: "node_modules/.bin/node"},
+}
+
+// server is the one process of one server kind in this test binary. It is
+// test-helper state: the process's stdin pipe is kept here so that the
+// server lives as long as the test binary and exits when the binary's
+// pipes close.
 type server struct {
 	once     sync.Once
 	endpoint string
@@ -55,41 +117,55 @@ type server struct {
 	stdin    io.WriteCloser
 }
 
-var shared = &server{}
+var shared = map[Server]*server{LocalAWSSQS: {}, Fauxqs: {}}
 
-// Endpoint returns the base URL of a running SQS-compatible server: the one
-// named by PIPES_SQS_ENDPOINT, or else a server this test binary starts on
-// its first call and shares with every later call (it is stopped when the
-// test binary exits). It is safe for concurrent use. When the server cannot
-// be started it fails the test under CI=true and skips it otherwise.
+// Endpoint is EndpointOf(t, LocalAWSSQS).
 func Endpoint(t testing.TB) string {
 	t.Helper()
-	if ep := os.Getenv(EnvEndpoint); ep != "" {
+	return EndpointOf(t, LocalAWSSQS)
+}
+
+// EndpointOf returns the base URL of a running server of kind s: the one
+// named by its environment variable, or else a server this test binary
+// starts on its first call and shares with every later call (it is stopped
+// when the test binary exits). It is safe for concurrent use. When the
+// server cannot be started it fails the test under CI=true and skips it
+// otherwise.
+func EndpointOf(t testing.TB, s Server) string {
+	t.Helper()
+	k, ok := kinds[s]
+	if !ok {
+		t.Fatalf("sqstest: unknown server %q", s)
+	}
+	if ep := os.Getenv(k.env); ep != "" {
 		return ep
 	}
-	shared.once.Do(func() { shared.endpoint, shared.stdin, shared.err = start() })
-	if shared.err != nil {
+	sh := shared[s]
+	sh.once.Do(func() { sh.endpoint, sh.stdin, sh.err = start(s, k) })
+	if sh.err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("sqstest: the SQS test server is required under CI=true: %v", shared.err)
+			t.Fatalf("sqstest: the %s test server is required under CI=true: %v", s, sh.err)
 		}
-		t.Skipf("sqstest: no SQS test server (set %s or install node and npm): %v", EnvEndpoint, shared.err)
+		t.Skipf("sqstest: no %s test server (set %s or install node and npm): %v", s, k.env, sh.err)
 	}
-	return shared.endpoint
+	return sh.endpoint
 }
 
 // start installs the server's packages when needed and starts it.
-func start() (endpoint string, stdin io.WriteCloser, err error) {
+func start(s Server, k kind) (endpoint string, stdin io.WriteCloser, err error) {
 	root, err := repoRoot()
 	if err != nil {
 		return "", nil, err
 	}
-	dir := filepath.Join(root, ".ci", "sqs")
-	if err := install(dir); err != nil {
+	dir := filepath.Join(root, filepath.FromSlash(k.dir))
+	if err := install(dir, k.marker); err != nil {
 		return "", nil, err
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		return "", nil, fmt.Errorf("finding node: %w", err)
+	node := filepath.Join(dir, filepath.FromSlash(k.node))
+	if k.node == "" {
+		if node, err = exec.LookPath("node"); err != nil {
+			return "", nil, fmt.Errorf("finding node: %w", err)
+		}
 	}
 	cmd := exec.Command(node, "server.mjs")
 	cmd.Dir = dir
@@ -98,20 +174,20 @@ func start() (endpoint string, stdin io.WriteCloser, err error) {
 	cmd.Stderr = &stderr
 	stdin, err = cmd.StdinPipe()
 	if err != nil {
-		return "", nil, fmt.Errorf("starting the SQS test server: %w", err)
+		return "", nil, fmt.Errorf("starting the %s test server: %w", s, err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, fmt.Errorf("starting the SQS test server: %w", err)
+		return "", nil, fmt.Errorf("starting the %s test server: %w", s, err)
 	}
 	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("starting the SQS test server: %w", err)
+		return "", nil, fmt.Errorf("starting the %s test server: %w", s, err)
 	}
 	port, err := readPort(stdout, startTimeout)
 	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return "", nil, fmt.Errorf("starting the SQS test server in %s: %w (stderr: %s)", dir, err, strings.TrimSpace(stderr.String()))
+		return "", nil, fmt.Errorf("starting the %s test server in %s: %w (stderr: %s)", s, dir, err, strings.TrimSpace(stderr.String()))
 	}
 	return "http://127.0.0.1:" + strconv.Itoa(port), stdin, nil
 }
@@ -173,10 +249,11 @@ func repoRoot() (string, error) {
 	}
 }
 
-// install runs `npm ci` in dir unless its packages are there. A file lock
-// keeps test binaries running side by side from installing at once.
-func install(dir string) error {
-	marker := filepath.Join(dir, "node_modules", "local-aws-sqs", "package.json")
+// install runs `npm ci` in dir unless the marker file (relative to dir)
+// shows its packages are there. A file lock keeps test binaries running side
+// by side from installing at once.
+func install(dir, marker string) error {
+	marker = filepath.Join(dir, filepath.FromSlash(marker))
 	if _, err := os.Stat(marker); err == nil {
 		return nil
 	}
@@ -213,17 +290,30 @@ func hashPath(p string) string {
 	return strconv.FormatUint(h, 36)
 }
 
-// Client returns an SQS client for Endpoint: region us-east-1, static fake
-// credentials, the SDK's default retries. It skips or fails the test like
-// Endpoint does.
+// Credentials are the static fake credentials of the test clients.
+var Credentials = credentials.NewStaticCredentialsProvider("AKIDPIPESTEST", "pipes-test-secret", "")
+
+// Client is ClientOf(t, LocalAWSSQS).
 func Client(t testing.TB) *sqs.Client {
 	t.Helper()
-	ep := Endpoint(t)
-	return sqs.New(sqs.Options{
-		Region:       Region,
-		BaseEndpoint: aws.String(ep),
-		Credentials:  credentials.NewStaticCredentialsProvider("AKIDPIPESTEST", "pipes-test-secret", ""),
-	})
+	return ClientOf(t, LocalAWSSQS)
+}
+
+// ClientOf returns an SQS client for EndpointOf(t, s): region us-east-1,
+// static fake credentials, the SDK's default retries. It skips or fails
+// the test like EndpointOf does.
+func ClientOf(t testing.TB, s Server) *sqs.Client {
+	t.Helper()
+	ep := EndpointOf(t, s)
+	return sqs.New(sqs.Options{Region: Region, BaseEndpoint: aws.String(ep), Credentials: Credentials})
+}
+
+// SNSClient returns an SNS client for fauxqs's SNS (local-aws-sqs has
+// none), set up like ClientOf.
+func SNSClient(t testing.TB) *sns.Client {
+	t.Helper()
+	ep := EndpointOf(t, Fauxqs)
+	return sns.New(sns.Options{Region: Region, BaseEndpoint: aws.String(ep), Credentials: Credentials})
 }
 
 // QueueOptions says how CreateQueue makes a queue.

@@ -1,6 +1,7 @@
 package sqstest
 
 import (
+	"encoding/json"
 	"regexp"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -89,9 +90,16 @@ func FuzzParsePort(f *testing.F) {
 	})
 }
 
+// Both servers keep the messages sent and count an emptied queue as empty.
 func TestHelpersSendCountAndDrainAQueue(t *testing.T) {
 	t.Parallel()
-	c := Client(t)
+	Servers(t, func(t *testing.T, s Server) {
+		t.Parallel()
+		helpersSendCountAndDrain(t, ClientOf(t, s))
+	})
+}
+
+func helpersSendCountAndDrain(t *testing.T, c *sqs.Client) {
 	for _, fifo := range []bool{false, true} {
 		url, dlq := CreateQueue(t, c, QueueOptions{FIFO: fifo, VisibilityTimeout: 30 * time.Second, MaxReceiveCount: 2})
 		if dlq == "" || strings.HasSuffix(url, ".fifo") != fifo || strings.HasSuffix(dlq, ".fifo") != fifo {
@@ -117,9 +125,17 @@ func TestHelpersSendCountAndDrainAQueue(t *testing.T) {
 	}
 }
 
+// Both servers keep the attributes a queue is created with (their account
+// ids differ: 123456789012 on local-aws-sqs, 000000000000 on fauxqs).
 func TestCreateQueueSetsTheQueueAttributes(t *testing.T) {
 	t.Parallel()
-	c := Client(t)
+	Servers(t, func(t *testing.T, s Server) {
+		t.Parallel()
+		createQueueSetsAttributes(t, ClientOf(t, s))
+	})
+}
+
+func createQueueSetsAttributes(t *testing.T, c *sqs.Client) {
 	url, dlq := CreateQueue(t, c, QueueOptions{VisibilityTimeout: 45 * time.Second, ReceiveWait: 2 * time.Second, MaxReceiveCount: 4})
 	out, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
@@ -128,10 +144,19 @@ func TestCreateQueueSetsTheQueueAttributes(t *testing.T) {
 		t.Fatalf("GetQueueAttributes: %v", err)
 	}
 	dlqName := dlq[strings.LastIndex(dlq, "/")+1:]
+	var policy struct {
+		DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+		MaxReceiveCount     json.Number
+	}
+	if err := json.Unmarshal([]byte(out.Attributes["RedrivePolicy"]), &policy); err != nil {
+		t.Errorf("RedrivePolicy %q: %v", out.Attributes["RedrivePolicy"], err)
+	}
+	if !strings.HasPrefix(policy.DeadLetterTargetArn, "arn:aws:sqs:us-east-1:") || !strings.HasSuffix(policy.DeadLetterTargetArn, ":"+dlqName) || policy.MaxReceiveCount != "4" {
+		t.Errorf("RedrivePolicy = %q, want the ARN of %s and maxReceiveCount 4", out.Attributes["RedrivePolicy"], dlqName)
+	}
 	for name, want := range map[string]string{
 		"VisibilityTimeout":             "45",
 		"ReceiveMessageWaitTimeSeconds": "2",
-		"RedrivePolicy":                 `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:123456789012:` + dlqName + `","maxReceiveCount":4}`,
 	} {
 		if got := out.Attributes[name]; got != want {
 			t.Errorf("%s = %q, want %q", name, got, want)

@@ -77,6 +77,10 @@ type Harness struct {
 	// closes): the suite skips the check that an unsettled message comes
 	// back after the visibility timeout.
 	NoLeases bool
+	// ForgedHandlesSettle says the server reports a settle with a forged
+	// or stale receipt handle as done (fauxqs does): the suite skips the
+	// check that such a settle fails that message alone.
+	ForgedHandlesSettle bool
 }
 
 func (h Harness) withDefaults() Harness {
@@ -375,6 +379,9 @@ func testCancel(t *testing.T, h Harness) {
 }
 
 func testStaleHandle(t *testing.T, h Harness) {
+	if h.ForgedHandlesSettle {
+		t.Skip("the server reports a forged receipt handle as settled")
+	}
 	q := open(t, h, QueueOptions{VisibilityTimeout: longVisibility, WaitTime: h.WaitTime})
 	q.send(t, "good", "stale")
 	got := q.receiveN(t, 2, 10)

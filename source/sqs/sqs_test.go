@@ -23,8 +23,11 @@ import (
 	"github.com/pipesproject/pipes/pipe"
 )
 
-// Integration tests: they run against the SQS-compatible server of
-// internal/sqstest and check the results by reading the queues.
+// Integration tests: they run against the SQS-compatible servers of
+// internal/sqstest and check the results by reading the queues. A test
+// run through sqstest.Servers relies only on what both servers get right;
+// one that needs what only one server gets right runs on that one and
+// says why.
 
 // callCounter counts OnCall calls by operation.
 type callCounter struct {
@@ -55,10 +58,16 @@ func testAWSConfig() *aws.Config {
 	}
 }
 
-// openSource makes and opens a source for the test server.
+// openSource makes and opens a source for local-aws-sqs.
 func openSource(t *testing.T, cfg Config) (*Source, pipe.SourceInfo) {
 	t.Helper()
-	cfg.Endpoint = sqstest.Endpoint(t)
+	return openSourceOn(t, sqstest.LocalAWSSQS, cfg)
+}
+
+// openSourceOn makes and opens a source for the test server s.
+func openSourceOn(t *testing.T, s sqstest.Server, cfg Config) (*Source, pipe.SourceInfo) {
+	t.Helper()
+	cfg.Endpoint = sqstest.EndpointOf(t, s)
 	if cfg.AWSConfig == nil {
 		cfg.AWSConfig = testAWSConfig()
 	}
@@ -91,11 +100,19 @@ func receiveN(t *testing.T, src *Source, n int) []*pipe.Message {
 	return got
 }
 
+// Both servers: a received message carries every record field.
 func TestReceiveMapsEveryRecordFieldToThePipesShape(t *testing.T) {
 	t.Parallel()
-	c := sqstest.Client(t)
+	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
+		t.Parallel()
+		testReceiveMapsEveryRecordFieldToThePipesShape(t, s)
+	})
+}
+
+func testReceiveMapsEveryRecordFieldToThePipesShape(t *testing.T, s sqstest.Server) {
+	c := sqstest.ClientOf(t, s)
 	url, _ := sqstest.CreateQueue(t, c, sqstest.QueueOptions{VisibilityTimeout: 30 * time.Second})
-	src, info := openSource(t, Config{QueueURL: url, WaitTime: 2 * time.Second})
+	src, info := openSourceOn(t, s, Config{QueueURL: url, WaitTime: 2 * time.Second})
 
 	body := `{"order":42}`
 	sent, err := c.SendMessage(t.Context(), &sqs.SendMessageInput{
@@ -171,22 +188,38 @@ func TestReceiveMapsEveryRecordFieldToThePipesShape(t *testing.T) {
 	}
 }
 
+// Both servers end a long poll on an empty queue empty after its wait.
 func TestReceiveReturnsNothingWhenTheWaitTimePassesOnAnEmptyQueue(t *testing.T) {
 	t.Parallel()
-	c := sqstest.Client(t)
+	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
+		t.Parallel()
+		testReceiveReturnsNothingWhenTheWaitTimePassesOnAnEmptyQueue(t, s)
+	})
+}
+
+func testReceiveReturnsNothingWhenTheWaitTimePassesOnAnEmptyQueue(t *testing.T, s sqstest.Server) {
+	c := sqstest.ClientOf(t, s)
 	url, _ := sqstest.CreateQueue(t, c, sqstest.QueueOptions{VisibilityTimeout: 30 * time.Second})
-	src, _ := openSource(t, Config{QueueURL: url, WaitTime: time.Second})
+	src, _ := openSourceOn(t, s, Config{QueueURL: url, WaitTime: time.Second})
 	msgs, err := src.Receive(t.Context(), 10)
 	if err != nil || len(msgs) != 0 {
 		t.Fatalf("Receive = %d messages, %v; want none and no error", len(msgs), err)
 	}
 }
 
+// Both servers: a cancelled long poll returns the context error.
 func TestReceiveReturnsTheContextErrorWhenCancelledDuringALongPoll(t *testing.T) {
 	t.Parallel()
-	c := sqstest.Client(t)
+	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
+		t.Parallel()
+		testReceiveReturnsTheContextErrorWhenCancelledDuringALongPoll(t, s)
+	})
+}
+
+func testReceiveReturnsTheContextErrorWhenCancelledDuringALongPoll(t *testing.T, s sqstest.Server) {
+	c := sqstest.ClientOf(t, s)
 	url, _ := sqstest.CreateQueue(t, c, sqstest.QueueOptions{VisibilityTimeout: 30 * time.Second})
-	src, _ := openSource(t, Config{QueueURL: url, WaitTime: 20 * time.Second})
+	src, _ := openSourceOn(t, s, Config{QueueURL: url, WaitTime: 20 * time.Second})
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
 		time.Sleep(200 * time.Millisecond) // let the long poll start
@@ -199,12 +232,21 @@ func TestReceiveReturnsTheContextErrorWhenCancelledDuringALongPoll(t *testing.T)
 	}
 }
 
+// Both servers delete in batches of ten and count an emptied queue as
+// empty.
 func TestDeletingTwentyFiveMessagesEmptiesTheQueueInThreeCalls(t *testing.T) {
 	t.Parallel()
-	c := sqstest.Client(t)
+	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
+		t.Parallel()
+		testDeletingTwentyFiveMessagesEmptiesTheQueueInThreeCalls(t, s)
+	})
+}
+
+func testDeletingTwentyFiveMessagesEmptiesTheQueueInThreeCalls(t *testing.T, s sqstest.Server) {
+	c := sqstest.ClientOf(t, s)
 	url, _ := sqstest.CreateQueue(t, c, sqstest.QueueOptions{VisibilityTimeout: 30 * time.Second})
 	var calls callCounter
-	src, _ := openSource(t, Config{QueueURL: url, WaitTime: time.Second, OnCall: calls.onCall})
+	src, _ := openSourceOn(t, s, Config{QueueURL: url, WaitTime: time.Second, OnCall: calls.onCall})
 	bodies := make([]string, 25)
 	for i := range bodies {
 		bodies[i] = "m" + string(rune('a'+i))
@@ -228,11 +270,21 @@ func TestDeletingTwentyFiveMessagesEmptiesTheQueueInThreeCalls(t *testing.T) {
 	}
 }
 
+// Both servers make a released message visible at once; fauxqs counts
+// only receives (receive count exactly 2), local-aws-sqs counts the
+// visibility change as a receive too.
 func TestChangingVisibilityToZeroMakesAMessageVisibleAgainAtOnce(t *testing.T) {
 	t.Parallel()
-	c := sqstest.Client(t)
+	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
+		t.Parallel()
+		testChangingVisibilityToZeroMakesAMessageVisibleAgainAtOnce(t, s)
+	})
+}
+
+func testChangingVisibilityToZeroMakesAMessageVisibleAgainAtOnce(t *testing.T, s sqstest.Server) {
+	c := sqstest.ClientOf(t, s)
 	url, _ := sqstest.CreateQueue(t, c, sqstest.QueueOptions{VisibilityTimeout: 60 * time.Second})
-	src, _ := openSource(t, Config{QueueURL: url, WaitTime: 2 * time.Second})
+	src, _ := openSourceOn(t, s, Config{QueueURL: url, WaitTime: 2 * time.Second})
 	ids := sqstest.SendBodies(t, c, url, "again")
 	first := receiveN(t, src, 1)
 	if err := src.ChangeVisibility(t.Context(), first, 0); err != nil {
@@ -244,8 +296,13 @@ func TestChangingVisibilityToZeroMakesAMessageVisibleAgainAtOnce(t *testing.T) {
 	if again[0].MessageID != ids[0] || again[0].ReceiveCount() < 2 {
 		t.Fatalf("received %s (receive count %d) again, want %s received again", again[0].MessageID, again[0].ReceiveCount(), ids[0])
 	}
+	if s == sqstest.Fauxqs && again[0].ReceiveCount() != 2 {
+		t.Errorf("receive count %d on fauxqs, want 2: a visibility change is no receive", again[0].ReceiveCount())
+	}
 }
 
+// local-aws-sqs only: it answers a garbage receipt handle with
+// ReceiptHandleIsInvalid, where fauxqs reports it as deleted.
 func TestAnInvalidReceiptHandleIsASenderFaultNamingTheMessageWhileTheOthersAreDeleted(t *testing.T) {
 	t.Parallel()
 	c := sqstest.Client(t)
@@ -276,14 +333,25 @@ func TestAnInvalidReceiptHandleIsASenderFaultNamingTheMessageWhileTheOthersAreDe
 	}
 }
 
+// Both servers keep a queue's visibility timeout, redrive policy and
+// FIFO attribute; their account ids differ.
 func TestOpenReadsTheQueueByURLNameOrARN(t *testing.T) {
 	t.Parallel()
-	c := sqstest.Client(t)
+	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
+		t.Parallel()
+		testOpenReadsTheQueueByURLNameOrARN(t, s)
+	})
+}
+
+func testOpenReadsTheQueueByURLNameOrARN(t *testing.T, s sqstest.Server) {
+	c := sqstest.ClientOf(t, s)
 	url, dlq := sqstest.CreateQueue(t, c, sqstest.QueueOptions{VisibilityTimeout: 45 * time.Second, MaxReceiveCount: 3})
 	fifoURL, _ := sqstest.CreateQueue(t, c, sqstest.QueueOptions{FIFO: true, VisibilityTimeout: 30 * time.Second})
 	name := url[strings.LastIndex(url, "/")+1:]
-	arn := "arn:aws:sqs:us-east-1:123456789012:" + name
-	dlqARN := "arn:aws:sqs:us-east-1:123456789012:" + dlq[strings.LastIndex(dlq, "/")+1:]
+	// The URL's path is /account/name.
+	prefix := "arn:aws:sqs:us-east-1:" + strings.Split(url, "/")[3] + ":"
+	arn := prefix + name
+	dlqARN := prefix + dlq[strings.LastIndex(dlq, "/")+1:]
 	redriven := pipe.SourceInfo{ARN: arn, VisibilityTimeout: 45 * time.Second, MaxReceiveCount: 3, DeadLetterARN: dlqARN}
 	tests := []struct {
 		name string
@@ -296,12 +364,12 @@ func TestOpenReadsTheQueueByURLNameOrARN(t *testing.T) {
 		{"a visibility override replaces the queue's", Config{QueueURL: url, VisibilityTimeout: 90 * time.Second},
 			pipe.SourceInfo{ARN: arn, VisibilityTimeout: 90 * time.Second, MaxReceiveCount: 3, DeadLetterARN: dlqARN}},
 		{"a FIFO queue says so", Config{QueueURL: fifoURL},
-			pipe.SourceInfo{ARN: "arn:aws:sqs:us-east-1:123456789012:" + fifoURL[strings.LastIndex(fifoURL, "/")+1:], FIFO: true, VisibilityTimeout: 30 * time.Second}},
+			pipe.SourceInfo{ARN: prefix + fifoURL[strings.LastIndex(fifoURL, "/")+1:], FIFO: true, VisibilityTimeout: 30 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, info := openSource(t, tt.cfg)
+			_, info := openSourceOn(t, s, tt.cfg)
 			if info != tt.want {
 				t.Errorf("Open = %+v, want %+v", info, tt.want)
 			}
@@ -309,9 +377,18 @@ func TestOpenReadsTheQueueByURLNameOrARN(t *testing.T) {
 	}
 }
 
+// Both servers answer a missing queue with a typed QueueDoesNotExist
+// (their error-code strings are not AWS's: classification uses errors.As).
 func TestOpenOfAMissingQueueIsAPermanentError(t *testing.T) {
 	t.Parallel()
-	src, err := New(t.Context(), Config{QueueName: "pipes-no-such-queue", Endpoint: sqstest.Endpoint(t), AWSConfig: testAWSConfig()})
+	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
+		t.Parallel()
+		testOpenOfAMissingQueueIsAPermanentError(t, s)
+	})
+}
+
+func testOpenOfAMissingQueueIsAPermanentError(t *testing.T, s sqstest.Server) {
+	src, err := New(t.Context(), Config{QueueName: "pipes-no-such-queue", Endpoint: sqstest.EndpointOf(t, s), AWSConfig: testAWSConfig()})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -321,10 +398,17 @@ func TestOpenOfAMissingQueueIsAPermanentError(t *testing.T) {
 	}
 }
 
+// Both servers: the endpoint comes from AWS_ENDPOINT_URL_SQS.
 func TestOpenUsesTheDefaultAWSConfigChainAndItsSQSEndpoint(t *testing.T) {
-	c := sqstest.Client(t)
+	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
+		testOpenUsesTheDefaultAWSConfigChainAndItsSQSEndpoint(t, s)
+	})
+}
+
+func testOpenUsesTheDefaultAWSConfigChainAndItsSQSEndpoint(t *testing.T, s sqstest.Server) {
+	c := sqstest.ClientOf(t, s)
 	url, _ := sqstest.CreateQueue(t, c, sqstest.QueueOptions{})
-	t.Setenv("AWS_ENDPOINT_URL_SQS", sqstest.Endpoint(t))
+	t.Setenv("AWS_ENDPOINT_URL_SQS", sqstest.EndpointOf(t, s))
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
 	t.Setenv("AWS_REGION", "us-east-1")
@@ -389,10 +473,17 @@ func TestNewRejectsBadConfigs(t *testing.T) {
 // A queue whose own visibility timeout is 0 hands a message out again at
 // once; the source receives with SQS's default (30 s) instead, and says so,
 // so the heartbeat extends what it asked for (defect 7). Relies on the
-// server applying a receive's VisibilityTimeout (local-aws-sqs does).
+// server applying a receive's VisibilityTimeout (both servers do).
 func TestAQueueWithVisibilityZeroIsReceivedWithThirtySeconds(t *testing.T) {
 	t.Parallel()
-	c := sqstest.Client(t)
+	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
+		t.Parallel()
+		testAQueueWithVisibilityZeroIsReceivedWithThirtySeconds(t, s)
+	})
+}
+
+func testAQueueWithVisibilityZeroIsReceivedWithThirtySeconds(t *testing.T, s sqstest.Server) {
+	c := sqstest.ClientOf(t, s)
 	url, _ := sqstest.CreateQueue(t, c, sqstest.QueueOptions{})
 	if _, err := c.SetQueueAttributes(t.Context(), &sqs.SetQueueAttributesInput{
 		QueueUrl:   aws.String(url),
@@ -400,7 +491,7 @@ func TestAQueueWithVisibilityZeroIsReceivedWithThirtySeconds(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	src, info := openSource(t, Config{QueueURL: url, WaitTime: time.Second})
+	src, info := openSourceOn(t, s, Config{QueueURL: url, WaitTime: time.Second})
 	if info.VisibilityTimeout != DefaultVisibilityTimeout {
 		t.Fatalf("visibility timeout %v, want %v for a queue whose own is 0", info.VisibilityTimeout, DefaultVisibilityTimeout)
 	}
