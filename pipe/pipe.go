@@ -57,7 +57,9 @@ type Backoff struct {
 	Jitter bool
 }
 
-// Delay is the visibility to give an item received receiveCount times.
+// Delay is the visibility to give an item received receiveCount times, in
+// whole seconds, rounded up: a delay is never cut to 0, which is a
+// release (on RabbitMQ a give-back that neither counts nor dead-letters).
 // Max 0 means only SQS's cap (12 h less a minute).
 func (b Backoff) Delay(receiveCount int) time.Duration {
 	limit := b.Max
@@ -68,7 +70,11 @@ func (b Backoff) Delay(receiveCount int) time.Duration {
 	if b.Jitter {
 		e.Jitter = backoff.Full
 	}
-	return e.Delay(receiveCount).Round(time.Second)
+	d := e.Delay(receiveCount)
+	if r := d % time.Second; r != 0 {
+		d += time.Second - r
+	}
+	return d
 }
 
 // Options configure a Pipe. Source and Target are required.

@@ -142,3 +142,51 @@ func TestADeadLetterCycleIsReportedAndNotFedAnyMore(t *testing.T) {
 	}
 	t.Logf("%d deliveries in all, %d at the detection; x-death: %d rejected from A, %d expired from B", later, atDetection, rejected, expired)
 }
+
+// A retry_backoff under a second used to round to 0, which the pipe passes
+// to Nak as a release: the source gave the failed message back (never
+// counted, never dead-lettered) and it came back at once, a hot loop
+// (129 145 deliveries in 30 s). Rounded up to a second, it is a failure:
+// dead-lettered at once on a queue with a dead-letter exchange.
+//
+// Relies on: basic.nack without requeue dead-lettering (reason rejected).
+func TestASubSecondRetryBackoffStillDeadLettersAFailure(t *testing.T) {
+	dlx, dlq := rabbittest.DeclareDLX(t)
+	q := rabbittest.Name(t, "")
+	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{DeadLetterExchange: dlx})
+	src, err := rabbitmq.New(rabbitmq.Config{URL: rabbittest.URL(t), Queue: q, WaitTime: 500 * time.Millisecond, BatchSize: 1, MaxConcurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+		calls.Add(int64(len(events)))
+		var res pipe.Result
+		for _, ev := range events {
+			res.Failures = append(res.Failures, pipe.ItemFailure{ID: ev.ID(), Err: errors.New("503 always down")})
+		}
+		return res, nil
+	})
+	p, err := pipe.New(pipe.Options{
+		Name: "sub-second", Source: src, Target: target, BatchSize: 1, MaxConcurrency: 1,
+		RetryBackoff:    &pipe.Backoff{Base: 200 * time.Millisecond, Max: 200 * time.Millisecond},
+		ShutdownTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rabbittest.Publish(t, q, `{"n":"fails"}`)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	waitCount(t, dlq, 1)
+	cancel()
+	<-done
+	if err := src.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the target got the message %d times, want once, then the dead-letter exchange", n)
+	}
+}
