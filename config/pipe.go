@@ -191,6 +191,11 @@ func (d *decoder) source(b *block, pipeName string) Source {
 	s.Unwrap = b.enum("unwrap", "none", "none", "sns", "eventbridge", "auto")
 	if rb := b.sub("retry_backoff", []string{"base", "factor", "max", "jitter"}); rb != nil {
 		s.RetryBackoff = d.backoff(rb)
+		if s.Type == "rabbitmq" && rb.has("base") && s.RetryBackoff.Base == 0 {
+			// A delay of 0 is a give-back: RabbitMQ neither counts nor
+			// dead-letters it, and the message comes straight back.
+			d.errorf(rb.at("base"), rb.field("base"), "must be at least 1s for a rabbitmq source: 0 gives a failed message back at once, uncounted and never dead-lettered (a hot loop)")
+		}
 	}
 	s.FIFO = b.boolean("fifo", false)
 	s.Preload = b.str("preload")

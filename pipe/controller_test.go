@@ -93,6 +93,9 @@ func TestBackoffDelay(t *testing.T) {
 		{"capped at max", Backoff{Base: 10 * time.Second, Factor: 2, Max: time.Minute}, 10, time.Minute},
 		{"capped under SQS's 12 hours", Backoff{Base: time.Hour, Factor: 10, Max: 48 * time.Hour}, 5, 12*time.Hour - time.Minute},
 		{"zero base releases at once", Backoff{Factor: 2, Max: time.Minute}, 4, 0},
+		{"a base under a second is rounded up, not to a release", Backoff{Base: 200 * time.Millisecond, Factor: 1, Max: 200 * time.Millisecond}, 1, time.Second},
+		{"a delay is rounded up to whole seconds", Backoff{Base: 1500 * time.Millisecond, Factor: 2, Max: time.Minute}, 2, 3 * time.Second},
+		{"a fraction of a second more is a second more", Backoff{Base: 2100 * time.Millisecond, Factor: 1, Max: time.Minute}, 1, 3 * time.Second},
 		{"a max of zero grows up to SQS's cap (defect 11)", Backoff{Base: time.Second, Factor: 2}, 4, 8 * time.Second},
 		{"a max of zero stops under 12 h", Backoff{Base: time.Hour, Factor: 10}, 5, 12*time.Hour - time.Minute},
 	}

@@ -57,7 +57,9 @@ type Backoff struct {
 	Jitter bool
 }
 
-// Delay is the visibility to give an item received receiveCount times.
+// Delay is the visibility to give an item received receiveCount times, in
+// whole seconds, rounded up: a delay is never cut to 0, which is a
+// release (on RabbitMQ a give-back that neither counts nor dead-letters).
 // Max 0 means only SQS's cap (12 h less a minute).
 func (b Backoff) Delay(receiveCount int) time.Duration {
 	limit := b.Max
@@ -68,7 +70,11 @@ func (b Backoff) Delay(receiveCount int) time.Duration {
 	if b.Jitter {
 		e.Jitter = backoff.Full
 	}
-	return e.Delay(receiveCount).Round(time.Second)
+	d := e.Delay(receiveCount)
+	if r := d % time.Second; r != 0 {
+		d += time.Second - r
+	}
+	return d
 }
 
 // Options configure a Pipe. Source and Target are required.
@@ -173,8 +179,9 @@ type Pipe struct {
 	receiving   int // receives under way
 	pollers     int // receives that may be under way: grows on full receives, shrinks on empty ones
 	errUntil    time.Time
+	errAt       time.Time // when the last counted receive error came back
 	lastErr     error
-	errCount    int
+	errCount    int     // receive rounds that failed in a row
 	tokens      float64 // rate limit bucket
 	tokensAt    time.Time
 	avgSize     float64 // running mean of message sizes, for budget reservations
@@ -251,7 +258,7 @@ func (p *Pipe) Abort() { p.abortOnce.Do(func() { close(p.abort) }) }
 func (p *Pipe) Name() string { return p.opt.Name }
 
 // Ready reports whether the pipe has opened its source and is polling.
-// It is false too while the source keeps failing (three receives in a
+// It is false too while the source keeps failing (three rounds of receives in a
 // row) and while the circuit breaker holds polling for a failing target;
 // LastError says why.
 func (p *Pipe) Ready() bool {
@@ -647,10 +654,18 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 		if ctx.Err() != nil {
 			return
 		}
-		p.errCount++
 		p.lastErr = err
-		d := backoff.Exponential{Base: 200 * time.Millisecond, Max: 20 * time.Second, Jitter: backoff.Equal}.Delay(p.errCount)
-		p.errUntil = now.Add(d)
+		// Receives under way together fail together (a lost connection):
+		// one that started before the last counted failure came back is
+		// of the same round, and does not grow the backoff again — else
+		// five pollers turn a short outage into a 20 s stall.
+		if !now.Before(p.errAt) {
+			p.errCount++
+			p.errAt = time.Now()
+			d := backoff.Exponential{Base: 200 * time.Millisecond, Max: 20 * time.Second, Jitter: backoff.Equal}.Delay(p.errCount)
+			p.errUntil = now.Add(d)
+		}
+		d := max(time.Until(p.errUntil), 0).Round(time.Millisecond)
 		p.mu.Unlock()
 		p.log.Error("receiving from the source failed", "error", err, "retry_in", d.String())
 		p.mu.Lock()

@@ -39,7 +39,8 @@ func newTestCmd(stdin io.Reader, stdout io.Writer) *cobra.Command {
 		Long: `Reads events, one per line, from --input (a file, or - for standard input).
 Each line is a message body (any JSON value, or raw text), wrapped in an SQS
 record as the source would make it; with --records each line is a whole Pipes
-SQS record instead, used as it is. For each event one JSON line is written:
+SQS or RabbitMQ ("eventSource": "aws:rmq", data in base64) record instead,
+used as it is. For each event one JSON line is written:
 {"index":N,"passed":true|false,"target_input":...,"error":"..."}
 where index counts events from 0 and target_input is what the target would
 get (the parsed JSON when the rendered payload is JSON, else the text).
@@ -52,7 +53,7 @@ No queue or target is contacted.`,
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder")
 	fl.StringVar(&f.input, "input", "", "events file, JSON Lines (- for standard input)")
-	fl.BoolVar(&f.records, "records", false, "each input line is a whole Pipes SQS record")
+	fl.BoolVar(&f.records, "records", false, "each input line is a whole Pipes SQS or RabbitMQ record")
 	fl.BoolVar(&f.enrich, "enrich", false, "call the pipe's enrichment too (it is contacted for real)")
 	fl.StringVar(&f.pipe, "pipe", "", "the pipe to test when the files hold several")
 	return cmd
@@ -187,7 +188,17 @@ func testMessage(spec config.Pipe, text string, records bool, n int) (*pipe.Mess
 	if records {
 		var m pipe.Message
 		if err := json.Unmarshal([]byte(text), &m); err != nil {
-			return nil, fmt.Errorf("not a Pipes SQS record: %w", err)
+			return nil, fmt.Errorf("not a Pipes %s record: %w", recordKind(text), err)
+		}
+		if m.MessageID == "" && m.Record != nil {
+			// Pipes' own RabbitMQ records have no messageId (pipes adds
+			// one); such a record gets the id its source would make up.
+			m.MessageID = fmt.Sprintf("pipes-test-%d", n)
+			for i, f := range m.Record.Fields {
+				if f.Name == "messageId" {
+					m.Record.Fields[i].Value, _ = json.Marshal(m.MessageID)
+				}
+			}
 		}
 		if m.MessageID == "" {
 			return nil, errors.New("not a Pipes SQS record: messageId is missing")
@@ -216,6 +227,17 @@ func testMessage(spec config.Pipe, text string, records bool, n int) (*pipe.Mess
 		EventSourceARN:    sourceARN(spec, region),
 		AWSRegion:         region,
 	}, nil
+}
+
+// recordKind names the record shape a --records line claims, for errors.
+func recordKind(text string) string {
+	var r struct {
+		EventSource string `json:"eventSource"`
+	}
+	if json.Unmarshal([]byte(text), &r) == nil && r.EventSource == pipe.EventSourceRabbitMQ {
+		return "RabbitMQ"
+	}
+	return "SQS"
 }
 
 // sourceARN is the queue ARN a record of the pipe's source would carry.

@@ -33,6 +33,10 @@
 //	                                 x-death tells queue, reason, count
 //	no redrive policy                no DLX: failures requeued after the delay,
 //	                                 never dropped
+//	DLQ that leads back (a cycle)    seen in x-death
+//	                                 (rejected from the queue max_receive_count
+//	                                 times, 10 when unset), logged, then held
+//	                                 and requeued instead of dead-lettered
 //	ApproximateReceiveCount          x-delivery-count + 1, x-pipes-attempts + 1,
 //	                                 x-death count + 1 (+1 when redelivered)
 //	messageId                        AMQP message-id (unique in flight), else a

@@ -26,6 +26,9 @@ type entry struct {
 	amqpID   bool   // id is the AMQP message-id or the content id (counted in Source.ids)
 	d        amqp.Delivery
 	attempts int
+	// cycle describes the dead-letter cycle the message went round (see
+	// deadLetterCycle), "" when none.
+	cycle string
 	// timer is set while a failed message is held before its requeue or
 	// re-publish (then is what it does).
 	timer *time.Timer
@@ -88,6 +91,7 @@ func (s *Source) track(ss *session, ds []amqp.Delivery) []*pipe.Message {
 		e.sess, e.d, e.tag = ss, ds[i], ds[i].DeliveryTag
 		e.handle = strconv.FormatUint(ss.gen, 10) + "." + strconv.FormatUint(e.tag, 10)
 		e.attempts = attempts(&e.d, s.cfg.Queue)
+		e.cycle, _ = deadLetterCycle(e.d.Headers, s.cfg.Queue, s.cycleLimit())
 		id := e.d.MessageId
 		if id == "" {
 			id = contentID(&e.d)

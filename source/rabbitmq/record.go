@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -251,4 +252,38 @@ func intHeader(v any) (int, bool) {
 		return n, err == nil
 	}
 	return 0, false
+}
+
+// DefaultCycleLimit is how many times a message may come back to its
+// queue after being rejected from it (x-death reason rejected) before the
+// source takes it for a dead-letter cycle, when max_receive_count is unset.
+const DefaultCycleLimit = 10
+
+// deadLetterCycle tells whether the delivery went round a dead-letter
+// cycle through queue: its x-death history has queue with reason rejected
+// limit times or more, and the message is back in queue. RabbitMQ drops
+// only cycles without a rejection, so a cycle through a failing consumer
+// spins for ever. The description names the queues of the history, oldest
+// first: "orders (rejected ×10) → orders-retry (expired ×10) → orders".
+func deadLetterCycle(h amqp.Table, queue string, limit int) (string, bool) {
+	list, _ := h["x-death"].([]any)
+	rejected := 0
+	var hops []string
+	for i := len(list) - 1; i >= 0; i-- { // x-death is most recent first
+		t, ok := list[i].(amqp.Table)
+		if !ok {
+			continue
+		}
+		q, _ := t["queue"].(string)
+		reason, _ := t["reason"].(string)
+		c, _ := intHeader(t["count"])
+		if q == queue && reason == "rejected" {
+			rejected = c
+		}
+		hops = append(hops, fmt.Sprintf("%s (%s ×%d)", q, reason, c))
+	}
+	if rejected < limit || limit <= 0 {
+		return "", false
+	}
+	return strings.Join(append(hops, queue), " → "), true
 }

@@ -71,6 +71,13 @@ func (s *Source) Ack(ctx context.Context, msgs []*pipe.Message) error {
 //   - a dead-letter exchange: dead-lettered at once (reason rejected);
 //   - else held for the delay, then requeued.
 //
+// A message that is to be dead-lettered but came back to this queue
+// through a dead-letter cycle (its x-death shows it rejected from this
+// queue max_receive_count times, or DefaultCycleLimit when unset: RabbitMQ
+// drops only cycles without a rejection) is not dead-lettered again: the
+// cycle is logged as an error naming its queues, and the message is held
+// for the delay and requeued, never dropped.
+//
 // Holds are timers (capped at MaxHold, below the broker's consumer_timeout);
 // Nak does not wait for them. On a quorum queue of RabbitMQ before 4.3
 // every requeue, a give-back's too, counts towards the delivery limit.
@@ -84,15 +91,15 @@ func (s *Source) Nak(ctx context.Context, msgs []*pipe.Message, delay time.Durat
 
 // Term dead-letters the messages through the queue's dead-letter exchange
 // (basic.nack without requeue). Without one nothing is dropped: it logs an
-// error and requeues them after VisibilityTimeout. Failures are reported
-// like Ack's. It is safe for concurrent use.
+// error and requeues them after VisibilityTimeout. A message that went
+// round a dead-letter cycle is not dead-lettered again either (see Nak).
+// Failures are reported like Ack's. It is safe for concurrent use.
 func (s *Source) Term(ctx context.Context, msgs []*pipe.Message) error {
 	q := s.opened.Load()
-	if q != nil && q.facts.HasDLX {
-		return s.settleNow(msgs, opDeadLetter, deadLetterNow)
+	if q != nil && !q.facts.HasDLX {
+		s.log.Error("messages should be dead-lettered but the RabbitMQ queue has no dead-letter exchange: they are requeued after a delay instead",
+			"queue", s.cfg.Queue, "messages", len(msgs), "delay", VisibilityTimeout.String())
 	}
-	s.log.Error("messages should be dead-lettered but the RabbitMQ queue has no dead-letter exchange: they are requeued after a delay instead",
-		"queue", s.cfg.Queue, "messages", len(msgs), "delay", VisibilityTimeout.String())
 	return s.fail(msgs, VisibilityTimeout, opDeadLetter, true)
 }
 
@@ -123,9 +130,9 @@ func (s *Source) apply(e *entry, a action) error {
 	return staleOr(err)
 }
 
-// fail settles failed messages by the queue's rules (see Nak). logged says
-// the caller logged already that there is no dead-letter exchange.
-func (s *Source) fail(msgs []*pipe.Message, delay time.Duration, op string, logged bool) error {
+// fail settles failed messages by the queue's rules (see Nak), or with
+// term by Term's (dead-letter when there is a dead-letter exchange).
+func (s *Source) fail(msgs []*pipe.Message, delay time.Duration, op string, term bool) error {
 	q := s.opened.Load()
 	if q == nil {
 		return fmt.Errorf("RabbitMQ source %s: used before Open", s.cfg.Queue)
@@ -136,6 +143,7 @@ func (s *Source) fail(msgs []*pipe.Message, delay time.Duration, op string, logg
 	var now []*entry
 	var nowActs []action
 	var noDLX int
+	var cycles []*entry
 	s.mu.Lock()
 	for _, m := range msgs {
 		e, err := s.lookupLocked(m.ReceiptHandle)
@@ -145,6 +153,10 @@ func (s *Source) fail(msgs []*pipe.Message, delay time.Duration, op string, logg
 		}
 		var a action
 		switch {
+		case term && q.facts.HasDLX:
+			a = deadLetterNow
+		case term:
+			a = rejectLater // Term logged it: no dead-letter exchange
 		case mrc > 0 && e.attempts >= mrc:
 			if q.facts.HasDLX {
 				a = deadLetterNow
@@ -164,6 +176,10 @@ func (s *Source) fail(msgs []*pipe.Message, delay time.Duration, op string, logg
 		default:
 			a = rejectLater
 		}
+		if a == deadLetterNow && e.cycle != "" {
+			a = rejectLater // dead-lettering it again would feed the cycle
+			cycles = append(cycles, e)
+		}
 		if a == deadLetterNow || s.closing {
 			if a != deadLetterNow {
 				a = requeueNow // closing: give it back now
@@ -175,7 +191,11 @@ func (s *Source) fail(msgs []*pipe.Message, delay time.Duration, op string, logg
 		s.holdLocked(e, delay, a)
 	}
 	s.mu.Unlock()
-	if noDLX > 0 && !logged {
+	for _, e := range cycles {
+		s.log.Error("a dead-letter cycle: the message keeps coming back to the RabbitMQ queue after being dead-lettered from it; it is held and requeued after the delay instead of being dead-lettered again (fix the dead-letter exchanges of the queues in the cycle)",
+			"queue", s.cfg.Queue, "message_id", e.id, "cycle", e.cycle, "limit", s.cycleLimit(), "delay", delay.String())
+	}
+	if noDLX > 0 {
 		s.log.Error("messages reached max_receive_count but the RabbitMQ queue has no dead-letter exchange: they are requeued after a delay instead",
 			"queue", s.cfg.Queue, "messages", noDLX, "max_receive_count", mrc, "delay", delay.String())
 	}
@@ -337,4 +357,13 @@ func settleError(op string, failed map[string]error) error {
 		return nil
 	}
 	return &pipe.SettleError{Op: op, Failed: failed, SenderFault: true}
+}
+
+// cycleLimit is how many rejections from the queue make a dead-letter
+// cycle: max_receive_count, else DefaultCycleLimit.
+func (s *Source) cycleLimit() int {
+	if s.cfg.MaxReceiveCount > 0 {
+		return s.cfg.MaxReceiveCount
+	}
+	return DefaultCycleLimit
 }
