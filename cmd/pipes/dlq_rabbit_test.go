@@ -57,7 +57,7 @@ func rabbitDeadLetters(t *testing.T, bodies ...string) (source, dlx, dlq string)
 	return source, dlx, dlq
 }
 
-func rabbitPipeFile(t *testing.T, amqpURL, queue, managementURL string) string {
+func dlqRabbitPipeFile(t *testing.T, amqpURL, queue, managementURL string) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "pipe.yaml")
 	content := fmt.Sprintf("name: orders\nsource:\n  type: rabbitmq\n  url: %q\n  queue: %s\n  management_url: %q\ntarget:\n  type: stdout\n", amqpURL, queue, managementURL)
@@ -78,7 +78,7 @@ func bodiesOf(ds []amqp.Delivery) string {
 func TestDLQInspectThenRedriveOnARabbitMQPipe(t *testing.T) {
 	all := []string{`{"kind":"order","n":0}`, `{"kind":"refund","n":1}`, `{"kind":"order","n":2}`, `{"kind":"refund","n":3}`}
 	source, _, dlq := rabbitDeadLetters(t, all...)
-	file := rabbitPipeFile(t, rabbittest.URL(t), source, rabbittest.ManagementURL(t))
+	file := dlqRabbitPipeFile(t, rabbittest.URL(t), source, rabbittest.ManagementURL(t))
 
 	code, stdout, stderr := runCLI(t, "dlq", "inspect", "-f", file, "--max", "3")
 	if code != 0 || !strings.Contains(stderr, "dead-letter queue "+dlq) || !strings.Contains(stderr, "4 ready") {
@@ -135,7 +135,7 @@ func TestDLQInspectThenRedriveOnARabbitMQPipe(t *testing.T) {
 
 func TestDLQRedriveOfRabbitMQKeepsWhatWasNotConfirmed(t *testing.T) {
 	source, _, dlq := rabbitDeadLetters(t, `{"n":0}`, `{"n":1}`, `{"n":2}`)
-	file := rabbitPipeFile(t, rabbittest.URL(t), source, rabbittest.ManagementURL(t))
+	file := dlqRabbitPipeFile(t, rabbittest.URL(t), source, rabbittest.ManagementURL(t))
 	missing := rabbittest.Name(t, "-missing")
 
 	code, stdout, stderr := runCLI(t, "dlq", "redrive", "-f", file, "--to", missing)
@@ -163,8 +163,8 @@ func TestDLQOfRabbitMQAsksForTheQueueWhenItCannotTell(t *testing.T) {
 	if err := rabbittest.Channel(t).QueueBind(other, "", dlx, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	file := rabbitPipeFile(t, rabbittest.URL(t), source, mgmt)
-	off := rabbitPipeFile(t, rabbittest.URL(t), source, "off")
+	file := dlqRabbitPipeFile(t, rabbittest.URL(t), source, mgmt)
+	off := dlqRabbitPipeFile(t, rabbittest.URL(t), source, "off")
 	sqsFile := filepath.Join(t.TempDir(), "sqs.yaml")
 	os.WriteFile(sqsFile, []byte("name: q\nsource: {type: sqs, queue_url: 'http://127.0.0.1:1/000000000000/q', region: us-east-1}\ntarget: {type: stdout}\n"), 0o644)
 	tests := []struct {
@@ -222,11 +222,11 @@ func TestDLQOfRabbitMQNeverPrintsThePassword(t *testing.T) {
 		file string
 		args []string
 	}{
-		{rabbitPipeFile(t, good, source, ""), []string{"dlq", "inspect"}},
-		{rabbitPipeFile(t, good, source, ""), []string{"dlq", "redrive", "--to", rabbittest.Name(t, "-missing")}},
-		{rabbitPipeFile(t, good, source, ""), []string{"dlq", "inspect", "--queue", rabbittest.Name(t, "-none")}},
-		{rabbitPipeFile(t, good, source, "http://127.0.0.1:1"), []string{"dlq", "inspect"}},
-		{rabbitPipeFile(t, bad, source, ""), []string{"dlq", "redrive"}},
+		{dlqRabbitPipeFile(t, good, source, ""), []string{"dlq", "inspect"}},
+		{dlqRabbitPipeFile(t, good, source, ""), []string{"dlq", "redrive", "--to", rabbittest.Name(t, "-missing")}},
+		{dlqRabbitPipeFile(t, good, source, ""), []string{"dlq", "inspect", "--queue", rabbittest.Name(t, "-none")}},
+		{dlqRabbitPipeFile(t, good, source, "http://127.0.0.1:1"), []string{"dlq", "inspect"}},
+		{dlqRabbitPipeFile(t, bad, source, ""), []string{"dlq", "redrive"}},
 	} {
 		code, stdout, stderr := runCLI(t, append(c.args, "-f", c.file)...)
 		seen = append(seen, fmt.Sprintf("%v: exit %d\n%s%s", c.args, code, stdout, stderr))
