@@ -159,9 +159,9 @@ type Event struct {
 // valid JSON (a record's JSON, a JSON-kind template's output), is valid
 // JSON, so that targets do not check it again (see PayloadIsJSON). It
 // vouches for that slice only: once Payload is another slice, it is
-// checked again. The caller must not change p's bytes afterwards. It is
-// not safe for concurrent use with PayloadIsJSON; stages call it on the
-// event they are handling.
+// checked again. The caller must not change p's bytes afterwards. It does
+// not block; it is not safe for concurrent use with PayloadIsJSON: stages
+// call it on the event they are handling.
 func (e *Event) VouchJSON(p []byte) {
 	if len(p) == 0 {
 		return
@@ -171,7 +171,8 @@ func (e *Event) VouchJSON(p []byte) {
 
 // PayloadIsJSON reports whether Payload is known to be valid JSON without
 // looking at it: it is the slice last given to VouchJSON (NewEvent vouches
-// for the record's JSON). False means not known, not invalid.
+// for the record's JSON). False means not known, not invalid. It does not
+// block and does not read the payload.
 func (e *Event) PayloadIsJSON() bool {
 	return len(e.Payload) > 0 && &e.Payload[0] == e.vouched && len(e.Payload) == e.vouchedLen
 }
