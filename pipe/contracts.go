@@ -148,6 +148,33 @@ type Event struct {
 	bodyOnce sync.Once
 	body     any
 	bodyJSON bool
+
+	// vouched is the payload known to be valid JSON (see VouchJSON): its
+	// first byte and its length.
+	vouched    *byte
+	vouchedLen int
+}
+
+// VouchJSON records that p, a payload the caller built and knows to be
+// valid JSON (a record's JSON, a JSON-kind template's output), is valid
+// JSON, so that targets do not check it again (see PayloadIsJSON). It
+// vouches for that slice only: once Payload is another slice, it is
+// checked again. The caller must not change p's bytes afterwards. It does
+// not block; it is not safe for concurrent use with PayloadIsJSON: stages
+// call it on the event they are handling.
+func (e *Event) VouchJSON(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	e.vouched, e.vouchedLen = &p[0], len(p)
+}
+
+// PayloadIsJSON reports whether Payload is known to be valid JSON without
+// looking at it: it is the slice last given to VouchJSON (NewEvent vouches
+// for the record's JSON). False means not known, not invalid. It does not
+// block and does not read the payload.
+func (e *Event) PayloadIsJSON() bool {
+	return len(e.Payload) > 0 && &e.Payload[0] == e.vouched && len(e.Payload) == e.vouchedLen
 }
 
 // ID is the item identifier: the source message's id.
@@ -179,7 +206,9 @@ func NewEvent(m *Message) (*Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding record %s: %w", m.MessageID, err)
 	}
-	return &Event{Message: m, Payload: b}, nil
+	ev := &Event{Message: m, Payload: b}
+	ev.VouchJSON(b) // Message.JSON's output is valid JSON, or an error
+	return ev, nil
 }
 
 // Target receives batches of events. Deliver blocks until the target has

@@ -222,20 +222,7 @@ func (m *Message) JSON() ([]byte, error) {
 			m.encoded, m.err = m.Record.encode(m.Body)
 			return
 		}
-		attrs := m.Attributes
-		if attrs == nil {
-			attrs = map[string]string{}
-		}
-		mattrs := m.MessageAttributes
-		if mattrs == nil {
-			mattrs = map[string]MessageAttribute{}
-		}
-		m.encoded, m.err = json.Marshal(messageJSON{
-			MessageID: m.MessageID, ReceiptHandle: m.ReceiptHandle, Body: m.Body,
-			Attributes: attrs, MessageAttributes: mattrs, MD5OfBody: m.MD5OfBody,
-			MD5OfMessageAttributes: m.MD5OfMessageAttributes, EventSource: m.EventSource,
-			EventSourceARN: m.EventSourceARN, AWSRegion: m.AWSRegion, Envelope: m.Envelope,
-		})
+		m.encoded, m.err = m.sqsJSON()
 	})
 	return m.encoded, m.err
 }

@@ -1,6 +1,12 @@
 package pipe
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics holds the Prometheus series of every pipe in a process, labelled
 // by pipe name. Create it once with NewMetrics and share it; it is safe for
@@ -29,7 +35,16 @@ type Metrics struct {
 	ExecutionPartial *prometheus.CounterVec
 	DoubleSettles    *prometheus.CounterVec
 	CircuitOpen      *prometheus.GaugeVec
+
+	// calls are the APICalls counters CountCall resolved, by pipe and
+	// operation: a map replaced whole (under callsMu) when one is added,
+	// so that counting a call takes no lock.
+	calls   atomic.Pointer[map[callKey]prometheus.Counter]
+	callsMu sync.Mutex
 }
+
+// callKey names one APICalls series.
+type callKey struct{ pipe, operation string }
 
 // NewMetrics creates the series and registers them with reg (a
 // prometheus.NewRegistry() in a process; nil registers nothing, for tests).
@@ -115,7 +130,37 @@ func (m *Metrics) forPipe(name string) *pipeMetrics {
 }
 
 // CountCall counts one AWS API call of a pipe by operation; sources and
-// targets get it as their call hook.
+// targets get it as their call hook. It is safe for concurrent use and
+// does not block once the series is known: each (pipe, operation) series
+// is resolved once and kept.
 func (m *Metrics) CountCall(pipeName, operation string) {
-	m.APICalls.WithLabelValues(pipeName, operation).Inc()
+	key := callKey{pipeName, operation}
+	if calls := m.calls.Load(); calls != nil {
+		if c, ok := (*calls)[key]; ok {
+			c.Inc()
+			return
+		}
+	}
+	m.callCounter(key).Inc()
+}
+
+// callCounter resolves the APICalls series of key and adds it to the
+// kept ones.
+func (m *Metrics) callCounter(key callKey) prometheus.Counter {
+	m.callsMu.Lock()
+	defer m.callsMu.Unlock()
+	old := m.calls.Load()
+	if old != nil {
+		if c, ok := (*old)[key]; ok {
+			return c
+		}
+	}
+	c := m.APICalls.WithLabelValues(key.pipe, key.operation)
+	calls := map[callKey]prometheus.Counter{}
+	if old != nil {
+		calls = maps.Clone(*old)
+	}
+	calls[key] = c
+	m.calls.Store(&calls)
+	return c
 }

@@ -408,9 +408,14 @@ func NewTransformer(t *Template, vars Vars) *Transformer {
 
 // Transform renders the template for ev and returns the new payload. It
 // does not block and is safe for concurrent use; an error fails that event
-// alone.
+// alone. The output of a JSON-kind template is vouched for as valid JSON
+// on ev (pipe.Event.VouchJSON), so targets do not check it again.
 func (x *Transformer) Transform(_ context.Context, ev *pipe.Event) ([]byte, error) {
-	return x.t.Render(ev, x.vars)
+	out, err := x.t.Render(ev, x.vars)
+	if err == nil && x.t.kind == KindJSON {
+		ev.VouchJSON(out)
+	}
+	return out, err
 }
 
 // Template returns the template the transformer renders.

@@ -478,3 +478,27 @@ func TestIngestionTimeIsTakenOncePerRender(t *testing.T) {
 		t.Errorf("calls = %d, got %s", calls, got)
 	}
 }
+
+func TestAJSONTemplatesOutputIsVouchedForAndATextTemplatesIsNot(t *testing.T) {
+	for _, tt := range []struct {
+		src  string
+		want bool
+	}{{`{"id": <$.messageId>}`, true}, {`id <$.messageId>`, false}} {
+		tp, err := Parse(tt.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m-1", Body: "{}"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := NewTransformer(tp, Vars{}).Transform(context.Background(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Payload = out
+		if got := ev.PayloadIsJSON(); got != tt.want {
+			t.Errorf("%s: PayloadIsJSON = %v, want %v", tt.src, got, tt.want)
+		}
+	}
+}

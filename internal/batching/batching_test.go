@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -300,6 +301,31 @@ func TestJSONArrayKeepsJSONPayloadsAndQuotesTheOthers(t *testing.T) {
 	}
 }
 
+func TestJSONArrayTrustsOnlyThePayloadVouchedFor(t *testing.T) {
+	rec, err := pipe.NewEvent(&pipe.Message{MessageID: "r", Body: "<b>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := rec.Message.JSON()
+	vouched := &pipe.Event{Message: &pipe.Message{MessageID: "v"}, Payload: []byte(`{"a":1}`)}
+	vouched.VouchJSON(vouched.Payload)
+	replaced := &pipe.Event{Message: &pipe.Message{MessageID: "x"}}
+	replaced.VouchJSON([]byte(`{"a":1}`))
+	replaced.Payload = []byte(`not json`)
+	shortened := &pipe.Event{Message: &pipe.Message{MessageID: "s"}, Payload: []byte(`[1,2]`)}
+	shortened.VouchJSON(shortened.Payload)
+	shortened.Payload = shortened.Payload[:3]
+	for _, ev := range []*pipe.Event{rec, vouched} {
+		if !ev.PayloadIsJSON() {
+			t.Errorf("event %s: PayloadIsJSON is false, want true", ev.ID())
+		}
+	}
+	got := string(JSONArray([]*pipe.Event{rec, vouched, replaced, shortened}))
+	if w := `[` + string(want) + `,{"a":1},"not json","[1,"]`; got != w {
+		t.Errorf("JSONArray = %s, want %s", got, w)
+	}
+}
+
 func BenchmarkJSONArrayOfTenPayloads(b *testing.B) {
 	evs := make([]*pipe.Event, 10)
 	for i := range evs {
@@ -361,5 +387,26 @@ func TestDeliverFailsItemsOrTheWholeBatch(t *testing.T) {
 				t.Errorf("an empty batch made %d calls", calls)
 			}
 		})
+	}
+}
+
+// BenchmarkJSONArrayOfTenRecords is a batch of ten records as the pipe
+// hands them on with no template: each payload is the record's own JSON.
+func BenchmarkJSONArrayOfTenRecords(b *testing.B) {
+	evs := make([]*pipe.Event, 10)
+	for i := range evs {
+		ev, err := pipe.NewEvent(&pipe.Message{
+			MessageID: fmt.Sprint(i), ReceiptHandle: strings.Repeat("r", 150), Body: `{"data":"` + strings.Repeat("x", 1024-11) + `"}`,
+			Attributes:  map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": "1545082649183"},
+			EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-2:123456789012:q", AWSRegion: "us-east-2",
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		evs[i] = ev
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = JSONArray(evs)
 	}
 }

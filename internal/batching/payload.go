@@ -9,7 +9,9 @@ import (
 
 // JSONArray is the JSON array of the events' payloads, as a batch is sent
 // to a Lambda function or an HTTP endpoint: a payload that is valid JSON
-// goes as it is, any other as a JSON string.
+// goes as it is, any other as a JSON string. A payload known to be JSON
+// (pipe.Event.PayloadIsJSON: a record, a JSON template's output) is not
+// checked again.
 func JSONArray(events []*pipe.Event) []byte {
 	size := 2 + len(events)
 	for _, ev := range events {
@@ -20,6 +22,10 @@ func JSONArray(events []*pipe.Event) []byte {
 	for i, ev := range events {
 		if i > 0 {
 			b = append(b, ',')
+		}
+		if ev.PayloadIsJSON() {
+			b = append(b, ev.Payload...)
+			continue
 		}
 		b = AppendPayload(b, ev.Payload)
 	}

@@ -290,8 +290,11 @@ func (c *Client) do(ctx context.Context, req Request) (int, []byte, error) {
 			return 0, nil, fmt.Errorf("sending the request: %w", err)
 		}
 	}
+	drained := false // the answer was read to its end
 	defer func() {
-		_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
+		if !drained {
+			_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
+		}
 		_ = resp.Body.Close()
 	}()
 
@@ -304,7 +307,8 @@ func (c *Client) do(ctx context.Context, req Request) (int, []byte, error) {
 	if !req.ReadAnswer {
 		return status, nil, nil
 	}
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer+1))
+	answer, err := readAnswer(resp)
+	drained = err == nil && len(answer) <= MaxAnswer
 	switch {
 	case err != nil && reqCtx.Err() != nil:
 		return status, nil, fmt.Errorf("no complete answer within %s: %w", c.timeout, err)
@@ -314,6 +318,34 @@ func (c *Client) do(ctx context.Context, req Request) (int, []byte, error) {
 		return status, nil, ErrAnswerTooLarge
 	}
 	return status, answer, nil
+}
+
+// readAnswer reads an answer's body to its end, or to one byte past
+// MaxAnswer. An answer of a known length is read into one buffer of that
+// length (an empty one allocates nothing); it is never nil.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	n := resp.ContentLength
+	if n < 0 || n > MaxAnswer {
+		return io.ReadAll(io.LimitReader(resp.Body, MaxAnswer+1))
+	}
+	if n == 0 && resp.Body == http.NoBody {
+		return []byte{}, nil
+	}
+	// One byte more than announced, so that reading stops at the body's
+	// end (io.ErrUnexpectedEOF), not before it.
+	buf := make([]byte, n+1)
+	got, err := io.ReadFull(resp.Body, buf)
+	switch {
+	case (err == io.ErrUnexpectedEOF || err == io.EOF) && int64(got) == n:
+		return buf[:got], nil
+	case err == io.EOF:
+		return nil, io.ErrUnexpectedEOF // shorter than announced
+	case err != nil:
+		return nil, err
+	}
+	// Longer than announced (net/http does not let that happen): read on.
+	rest, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer+1-int64(got)))
+	return append(buf, rest...), err
 }
 
 // headerFor returns the header of req: the client's own, shared, unless

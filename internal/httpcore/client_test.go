@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -181,4 +182,69 @@ func TestNewReportsEveryProblemWithoutHeaderValues(t *testing.T) {
 	if strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("error %q shows a header value", err)
 	}
+}
+
+func TestDoReadsEveryAnswerWhole(t *testing.T) {
+	big := strings.Repeat(`{"batchItemFailures":[]}`, 500)
+	tests := []struct {
+		name, answer string
+		chunked      bool
+		wantErr      bool
+	}{
+		{"an empty answer is empty, not nil", "", false, false},
+		{"an answer of a known length is read whole", `{"batchItemFailures":[{"itemIdentifier":"m-1"}]}`, false, false},
+		{"a long answer of a known length is read whole", big, false, false},
+		{"a chunked answer is read whole", big, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tt.chunked {
+					for i := 0; i < len(tt.answer); i += 1000 {
+						_, _ = io.WriteString(w, tt.answer[i:min(i+1000, len(tt.answer))])
+						w.(http.Flusher).Flush()
+					}
+					return
+				}
+				w.Header().Set("Content-Length", strconv.Itoa(len(tt.answer)))
+				_, _ = io.WriteString(w, tt.answer)
+			}))
+			t.Cleanup(srv.Close)
+			c := newClient(t, Config{URL: srv.URL})
+			for range 2 { // the second reuses the connection
+				_, answer, err := c.Do(context.Background(), Request{ReadAnswer: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if answer == nil || string(answer) != tt.answer {
+					t.Fatalf("answer %q (nil: %v), want %q", snip(answer), answer == nil, snip([]byte(tt.answer)))
+				}
+			}
+		})
+	}
+}
+
+func TestDoFailsAnAnswerShorterThanAnnounced(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"batchItem")
+		_ = buf.Flush()
+		_ = conn.Close()
+	}))
+	t.Cleanup(srv.Close)
+	c := newClient(t, Config{URL: srv.URL})
+	if _, answer, err := c.Do(context.Background(), Request{ReadAnswer: true}); err == nil {
+		t.Fatalf("a truncated answer was read as %q, want an error", answer)
+	}
+}
+
+func snip(b []byte) string {
+	if len(b) > 60 {
+		return string(b[:60]) + "…"
+	}
+	return string(b)
 }

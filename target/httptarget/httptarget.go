@@ -356,7 +356,7 @@ func (r *groupRuns) after(i int) []int { return r.runs[r.of[i]][r.pos[i]+1:] }
 
 // sendOne sends one event as its own request; nil means a 2xx answer.
 func (t *Target) sendOne(ctx context.Context, ev *pipe.Event) error {
-	if _, _, err := t.send(ctx, ev, ev.Payload, json.Valid(ev.Payload), false); err != nil {
+	if _, _, err := t.send(ctx, ev, ev.Payload, ev.PayloadIsJSON() || json.Valid(ev.Payload), false); err != nil {
 		err = fmt.Errorf("delivering event %s to %s %s: %w", ev.ID(), t.core.Method(), t.core.Display(), err)
 		return t.core.Secrets().Error(err)
 	}
