@@ -271,7 +271,7 @@ func (s *settler) touch(d *Delivery) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if d.final != verbNone || d.extending || d.stale || s.closing {
+	if !extendable(d) || d.extending || d.stale || s.closing {
 		return
 	}
 	if ext := s.extensionLocked(d, time.Now()); ext > 0 {
@@ -279,6 +279,14 @@ func (s *settler) touch(d *Delivery) {
 		s.queue = append(s.queue, job{op: opExtend, ds: []*Delivery{d}, delay: ext})
 		s.cond.Signal()
 	}
+}
+
+// extendable reports whether d's lease is still kept: until its final
+// verb, and while an Ack or a Term of it waits for its call (a slow delete
+// or dead-letter send must not let the message be delivered again). An
+// extension racing a delete is harmless; a Nak is never extended over.
+func extendable(d *Delivery) bool {
+	return !d.settled && (d.final == verbNone || d.final == verbAck || d.final == verbTerm)
 }
 
 // extensionLocked is how long d's lease may be extended from now: the
@@ -336,7 +344,7 @@ func (s *settler) heartbeat(now time.Time) {
 		return
 	}
 	for d := range s.open {
-		if d.final != verbNone || d.extending || d.stale || d.leaseEnd.Sub(now) > s.vis/3 {
+		if !extendable(d) || d.extending || d.stale || d.leaseEnd.Sub(now) > s.vis/3 {
 			continue
 		}
 		ext := s.extensionLocked(d, now)
@@ -543,13 +551,19 @@ func (s *settler) regive(ds []*Delivery, v verb) {
 		return
 	}
 	s.mu.Lock()
+	ready := ds[:0:0]
 	for _, d := range ds {
 		d.final, d.delay = v, 0
 		if v == verbRetry && s.backoff != nil {
 			d.final, d.delay = verbNak, s.backoff.Delay(d.NumDelivered())
 		}
+		if d.extending {
+			d.deferred = true // after the extension under way, never under it
+			continue
+		}
+		ready = append(ready, d)
 	}
-	done := s.dispatchLocked(ds)
+	done := s.dispatchLocked(ready)
 	s.mu.Unlock()
 	s.done(done)
 }

@@ -374,3 +374,40 @@ func BenchmarkSettleBatchOfTen(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*10), "ns/msg")
 }
+
+// A message whose delete waits for its call (a slow or failing
+// DeleteMessageBatch) keeps its lease: the heartbeat extends it until the
+// delete is done, so it is not delivered again meanwhile.
+func TestADeliveryAwaitingItsDeleteKeepsItsLease(t *testing.T) {
+	release := make(chan struct{})
+	src := &slowAckSource{fakeSource: &fakeSource{}, release: release}
+	s, _ := newTestSettler(t, src, 30*time.Second, Options{})
+	d := s.track(message(1), time.Now().Add(-25*time.Second)) // due: 5 s of its lease left
+	if err := d.Ack(); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.flushAcksLocked(true)
+	s.mu.Unlock()
+	time.Sleep(20 * time.Millisecond) // the ack call is under way, blocked
+	s.heartbeat(time.Now())
+	waitFor(t, "the extension", func() bool { return len(src.callsOf("extend")) == 1 })
+	close(release)
+	waitFor(t, "the delete", func() bool { return s.tracked() == 0 })
+	s.heartbeat(time.Now().Add(time.Hour))
+	time.Sleep(20 * time.Millisecond)
+	if n := len(src.callsOf("extend")); n != 1 {
+		t.Fatalf("%d extensions, want none after the delete", n)
+	}
+}
+
+// slowAckSource blocks Ack until release is closed.
+type slowAckSource struct {
+	*fakeSource
+	release chan struct{}
+}
+
+func (s *slowAckSource) Ack(ctx context.Context, msgs []*Message) error {
+	<-s.release
+	return s.fakeSource.Ack(ctx, msgs)
+}
