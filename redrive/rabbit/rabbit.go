@@ -30,6 +30,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/source/rabbitmq"
 )
 
@@ -149,35 +150,7 @@ func (b *Broker) Vhost() string { return b.uri.Vhost }
 func (b *Broker) ARN(queue string) string { return rabbitmq.ARN(b.uri, queue) }
 
 // scrub returns err with the passwords taken out of its text.
-func (b *Broker) scrub(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	changed := false
-	for _, sec := range b.secrets {
-		for _, s := range []string{sec, url.QueryEscape(sec), url.PathEscape(sec)} {
-			if s != "" && strings.Contains(msg, s) {
-				msg = strings.ReplaceAll(msg, s, "xxxxx")
-				changed = true
-			}
-		}
-	}
-	if !changed {
-		return err
-	}
-	return &scrubbed{msg: msg, err: err}
-}
-
-// scrubbed is an error whose text had a password taken out; it still
-// unwraps to the original for errors.Is and errors.As.
-type scrubbed struct {
-	msg string
-	err error
-}
-
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
+func (b *Broker) scrub(err error) error { return scrub.New(b.secrets...).Error(err) }
 
 // Counts are a queue's message counts.
 type Counts struct {

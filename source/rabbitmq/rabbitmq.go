@@ -59,6 +59,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -281,33 +282,8 @@ func (s *Source) setManagement(raw string) error {
 // scrub returns err with the passwords replaced, for errors that come from
 // libraries (a dial error, a management answer).
 func (s *Source) scrub(err error) error {
-	if err == nil {
-		return nil
-	}
-	secrets := []string{s.secret, s.mgmtPass, url.QueryEscape(s.secret), url.PathEscape(s.secret)}
-	msg := err.Error()
-	changed := false
-	for _, sec := range secrets {
-		if len(sec) >= 1 && strings.Contains(msg, sec) {
-			msg = strings.ReplaceAll(msg, sec, "xxxxx")
-			changed = true
-		}
-	}
-	if !changed {
-		return err
-	}
-	return &scrubbed{msg: msg, err: err}
+	return scrub.New(s.secret, s.mgmtPass).Error(err)
 }
-
-// scrubbed is an error whose text had a password taken out; it still
-// unwraps to the original for errors.Is and errors.As.
-type scrubbed struct {
-	msg string
-	err error
-}
-
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
 
 // Attempts is how many times m has been delivered, this delivery included:
 // x-delivery-count + 1 where the broker keeps it (quorum queues), else the

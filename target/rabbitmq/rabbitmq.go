@@ -46,13 +46,13 @@ import (
 	"maps"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	tparam "github.com/pipesproject/pipes/internal/param"
+	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -169,7 +169,7 @@ func New(cfg Config) (*Target, error) {
 	var sec secrets
 	if err == nil && u != nil && u.User != nil {
 		if p, ok := u.User.Password(); ok {
-			sec = append(sec, p, url.QueryEscape(p), url.PathEscape(p))
+			sec = append(sec, scrub.New(p)...)
 		}
 	}
 	key, err := tparam.Parse("routing key", cfg.RoutingKey)
@@ -196,8 +196,8 @@ func New(cfg Config) (*Target, error) {
 			problems = append(problems, fmt.Errorf("header %q is not a valid template", name))
 			continue
 		}
-		if p.Template() == nil {
-			sec = append(sec, value)
+		if p.Template() == nil && len(value) >= minSecret {
+			sec = append(sec, scrub.New(value)...)
 		}
 		headers = append(headers, header{name: name, value: p})
 	}
@@ -205,7 +205,7 @@ func New(cfg Config) (*Target, error) {
 		problems = append(problems, fmt.Errorf("timeout %s is negative", cfg.Timeout))
 	}
 	if len(problems) > 0 {
-		return nil, sec.scrub(fmt.Errorf("configuring the rabbitmq target %s: %w", display, errors.Join(problems...)))
+		return nil, sec.Error(fmt.Errorf("configuring the rabbitmq target %s: %w", display, errors.Join(problems...)))
 	}
 	t := &Target{
 		url: cfg.URL, display: display, secrets: sec,
@@ -256,7 +256,7 @@ func (t *Target) Close(ctx context.Context) error {
 		deadline = time.Now().Add(5 * time.Second)
 	}
 	if err := conn.CloseDeadline(deadline); err != nil && !errors.Is(err, amqp.ErrClosed) {
-		return t.secrets.scrub(fmt.Errorf("closing the connection to %s: %w", t.display, err))
+		return t.secrets.Error(fmt.Errorf("closing the connection to %s: %w", t.display, err))
 	}
 	return nil
 }
@@ -297,7 +297,7 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 	}
 	c, err := t.channel(ctx)
 	if err != nil {
-		return pipe.Result{}, t.secrets.scrub(fmt.Errorf("publishing %d messages to %s: %w", len(events), t.where(), err))
+		return pipe.Result{}, t.secrets.Error(fmt.Errorf("publishing %d messages to %s: %w", len(events), t.where(), err))
 	}
 	connLost := c.publish(ctx, t, msgs)
 	t.release(c)
@@ -305,11 +305,11 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 	var res pipe.Result
 	for i := range msgs {
 		if msgs[i].err != nil {
-			res.Failures = append(res.Failures, pipe.ItemFailure{ID: msgs[i].ev.ID(), Err: t.secrets.scrub(msgs[i].err)})
+			res.Failures = append(res.Failures, pipe.ItemFailure{ID: msgs[i].ev.ID(), Err: t.secrets.Error(msgs[i].err)})
 		}
 	}
 	if connLost != nil && len(res.Failures) == len(msgs) {
-		return pipe.Result{}, t.secrets.scrub(fmt.Errorf("publishing %d messages to %s: %w", len(events), t.where(), connLost))
+		return pipe.Result{}, t.secrets.Error(fmt.Errorf("publishing %d messages to %s: %w", len(events), t.where(), connLost))
 	}
 	return res, nil
 }
@@ -361,35 +361,8 @@ func (t *Target) message(ev *pipe.Event) message {
 }
 
 // secrets are strings kept out of every error text.
-type secrets []string
+type secrets = scrub.Secrets
 
-// minSecret is the shortest secret scrubbed: shorter ones would mangle
-// every message without hiding much.
+// minSecret is the shortest header value treated as a secret: shorter ones
+// would mangle every message without hiding much.
 const minSecret = 3
-
-// scrub returns err with every secret replaced by "xxxxx"; errors.As and
-// errors.Is still see what err wraps.
-func (s secrets) scrub(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	clean := msg
-	for _, v := range s {
-		if len(v) >= minSecret {
-			clean = strings.ReplaceAll(clean, v, "xxxxx")
-		}
-	}
-	if clean == msg {
-		return err
-	}
-	return &scrubbed{msg: clean, err: err}
-}
-
-type scrubbed struct {
-	msg string
-	err error
-}
-
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
