@@ -540,9 +540,13 @@ func (p *Pipe) schedule(poll, recv, work context.Context, batches, receives *con
 			}
 			n := min(MaxReceive, room)
 			if p.opt.RateLimit > 0 {
-				avail := p.takeTokensLocked(n)
-				if avail < 1 {
-					rateWait = time.After(time.Duration((1 - p.tokens) / p.opt.RateLimit * float64(time.Second)))
+				// Receive a full call's worth at a time (up to a second of
+				// tokens), pacing the calls rather than shrinking them: a
+				// receive of one message costs as much as one of ten.
+				need := min(n, max(1, int(p.opt.RateLimit)))
+				avail := p.takeTokensLocked(n, need)
+				if avail < need {
+					rateWait = time.After(time.Duration((float64(need) - p.tokens) / p.opt.RateLimit * float64(time.Second)))
 					break
 				}
 				n = avail
@@ -590,8 +594,9 @@ func (p *Pipe) schedule(poll, recv, work context.Context, batches, receives *con
 }
 
 // takeTokensLocked takes up to n whole tokens from the rate limit bucket
-// and returns how many it took.
-func (p *Pipe) takeTokensLocked(n int) int {
+// when at least need are there, and returns how many it took (0 when fewer
+// than need are there).
+func (p *Pipe) takeTokensLocked(n, need int) int {
 	now := time.Now()
 	burst := max(p.opt.RateLimit, MaxReceive)
 	if p.tokensAt.IsZero() {
@@ -601,6 +606,9 @@ func (p *Pipe) takeTokensLocked(n int) int {
 	}
 	p.tokensAt = now
 	took := min(n, int(p.tokens))
+	if took < need {
+		return 0
+	}
 	p.tokens -= float64(took)
 	return took
 }

@@ -262,3 +262,30 @@ func TestADryRunHoldsABoundedNumberOfMessages(t *testing.T) {
 		t.Fatalf("after the dry run: %+v, want all %d visible and none deleted", st, n)
 	}
 }
+
+// Under a rate limit, receives still take ten messages a call (up to a
+// second of tokens) and are paced: about 0.1 ReceiveMessage per message,
+// not one call per token.
+func TestARateLimitKeepsReceivesFull(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{})
+	send(t, q, bodies(90, `{"n":%d}`)...)
+	src := &countingDrainable{countingSource: &countingSource{Queue: q}}
+	runDrain(t, pipe.Options{Source: src, Target: &recorder{}, RateLimit: 30, InitialConcurrency: 5})
+	if st := q.Stats(); st.Deleted != 90 {
+		t.Fatalf("deleted %d, want 90", st.Deleted)
+	}
+	// 9 full receives, plus the empty ones that end the drain.
+	if n := src.calls.Load(); n > 15 {
+		t.Fatalf("%d receives for 90 messages at rate_limit 30: want about 0.1 a message", n)
+	}
+}
+
+// countingDrainable is a countingSource that reports what is left, so a
+// draining pipe waits for it.
+type countingDrainable struct{ *countingSource }
+
+func (d *countingDrainable) Pending(context.Context) (int, error) {
+	s := d.Stats()
+	return s.Visible + s.InFlight + s.Delayed, nil
+}
