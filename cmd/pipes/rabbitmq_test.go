@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -150,30 +148,7 @@ func queueWithDLQ(t *testing.T, opts rabbittest.QueueOptions) (queue, dlq string
 // JSON answer into out when not nil, and returns the status.
 func management(t *testing.T, method, path string, body, out any) int {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // also in cleanups
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, rabbittest.ManagementURL(t)+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.SetBasicAuth("guest", "guest")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("management API %s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			t.Fatalf("management API %s %s: %v", method, path, err)
-		}
-	}
-	return resp.StatusCode
+	return rabbittest.Management(t, method, path, body, out)
 }
 
 // closeSourceConnections closes, through the management API, the

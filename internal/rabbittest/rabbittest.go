@@ -6,10 +6,14 @@
 package rabbittest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"regexp"
@@ -227,3 +231,38 @@ func Count(t testing.TB, queue string) int {
 
 // String is for error messages of tests: a delivery's body.
 func String(d amqp.Delivery) string { return fmt.Sprintf("%s", d.Body) }
+
+// Management calls the broker's management API as guest (ManagementURL),
+// encoding body as JSON when not nil and decoding the JSON answer into out
+// when not nil, and returns the HTTP status. It fails t when the API
+// cannot be reached or answers something out cannot hold.
+func Management(t testing.TB, method, path string, body, out any) int {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatalf("rabbittest: encoding a management request: %v", err)
+		}
+		r = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // also in cleanups
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, ManagementURL(t)+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth("guest", "guest")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("rabbittest: management API %s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("rabbittest: management API %s %s: %v", method, path, err)
+		}
+	}
+	return resp.StatusCode
+}

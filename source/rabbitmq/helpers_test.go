@@ -3,9 +3,7 @@ package rabbitmq_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -113,32 +111,9 @@ func publish(t *testing.T, queue string, p amqp.Publishing) {
 
 // management calls the management API as guest and decodes its JSON answer
 // into out (when not nil).
-func management(t *testing.T, method, path string, body any, out any) int {
+func management(t *testing.T, method, path string, body, out any) int {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // also in cleanups
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, rabbittest.ManagementURL(t)+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.SetBasicAuth("guest", "guest")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("management API %s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			t.Fatalf("management API %s %s: %v", method, path, err)
-		}
-	}
-	return resp.StatusCode
+	return rabbittest.Management(t, method, path, body, out)
 }
 
 // closeConnections closes, through the management API, the connections
