@@ -159,28 +159,9 @@ func management(t *testing.T, method, path string, body, out any) int {
 // s for one, and returns how many it closed.
 func closeSourceConnections(t *testing.T, queue string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var conns []struct {
-			Name  string `json:"name"`
-			Props struct {
-				Name string `json:"connection_name"`
-			} `json:"client_properties"`
-		}
-		management(t, http.MethodGet, "/api/connections", nil, &conns)
-		n := 0
-		for _, c := range conns {
-			if strings.HasPrefix(c.Props.Name, "pipes rabbitmq source "+queue+" ") {
-				if code := management(t, http.MethodDelete, "/api/connections/"+url.PathEscape(c.Name), nil, nil); code < 300 {
-					n++
-				}
-			}
-		}
-		if n > 0 || time.Now().After(deadline) {
-			return n
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return rabbittest.CloseConnections(t, func(name string) bool {
+		return strings.HasPrefix(name, "pipes rabbitmq source "+queue+" ")
+	})
 }
 
 // waitFor is waitUntil that shows the runner's logs when it times out.

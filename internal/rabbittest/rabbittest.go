@@ -266,3 +266,33 @@ func Management(t testing.TB, method, path string, body, out any) int {
 	}
 	return resp.StatusCode
 }
+
+// CloseConnections closes, through the management API, the connections
+// whose client-provided name matches, never any other client's, and returns
+// how many it closed. The API lists a new connection up to 5 s late (its
+// statistics interval): it waits up to 10 s for one to match.
+func CloseConnections(t testing.TB, match func(clientName string) bool) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var conns []struct {
+			Name  string `json:"name"`
+			Props struct {
+				Name string `json:"connection_name"`
+			} `json:"client_properties"`
+		}
+		Management(t, http.MethodGet, "/api/connections", nil, &conns)
+		n := 0
+		for _, c := range conns {
+			if match(c.Props.Name) {
+				if code := Management(t, http.MethodDelete, "/api/connections/"+url.PathEscape(c.Name), nil, nil); code < 300 {
+					n++
+				}
+			}
+		}
+		if n > 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

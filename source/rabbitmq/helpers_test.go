@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -122,27 +120,7 @@ func management(t *testing.T, method, path string, body, out any) int {
 // to 10 s for the broker to list them.
 func closeConnections(t *testing.T, part string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var conns []struct {
-			Name  string `json:"name"`
-			Props struct {
-				Name string `json:"connection_name"`
-			} `json:"client_properties"`
-		}
-		management(t, http.MethodGet, "/api/connections", nil, &conns)
-		n := 0
-		for _, c := range conns {
-			if strings.Contains(c.Props.Name, part) {
-				management(t, http.MethodDelete, "/api/connections/"+url.PathEscape(c.Name), nil, nil)
-				n++
-			}
-		}
-		if n > 0 || time.Now().After(deadline) {
-			return n
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return rabbittest.CloseConnections(t, func(name string) bool { return strings.Contains(name, part) })
 }
 
 // settleErr asserts err is a *pipe.SettleError.
