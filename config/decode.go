@@ -17,6 +17,13 @@ type decoder struct {
 	file   string
 	lookup func(string) (string, bool)
 	errs   Errors
+	warns  Warnings
+}
+
+// warnf records something valid that would only show at run time (see
+// Warning); it never makes the file invalid.
+func (d *decoder) warnf(pos Pos, field, format string, args ...any) {
+	d.warns = append(d.warns, &Warning{Pos: pos, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
 func (d *decoder) errorf(pos Pos, field, format string, args ...any) {

@@ -72,6 +72,44 @@ func (l Loader) Parse(name string, data []byte) ([]Pipe, error) {
 }
 
 func (l Loader) parse(name string, data []byte) ([]parsed, Errors) {
+	ps, errs, _ := l.parseWarn(name, data)
+	return ps, errs
+}
+
+// Lint is Load that also gives the warnings of valid files: things
+// `pipes validate` reports that would only show at run time. Warnings are
+// given only when there are no errors.
+func (l Loader) Lint(paths ...string) ([]Pipe, Warnings, error) {
+	if len(paths) == 0 {
+		return nil, nil, errors.New("loading pipelines: no file or folder given")
+	}
+	files, err := pipelineFiles(paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	var all []parsed
+	var errs Errors
+	var warns Warnings
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading pipeline file: %w", err)
+		}
+		ps, es, ws := l.parseWarn(f, data)
+		all = append(all, ps...)
+		errs = append(errs, es...)
+		warns = append(warns, ws...)
+	}
+	errs = append(errs, duplicateNames(all)...)
+	if len(errs) > 0 {
+		errs.sort()
+		return nil, nil, errs
+	}
+	warns.sort()
+	return pipes(all), warns, nil
+}
+
+func (l Loader) parseWarn(name string, data []byte) ([]parsed, Errors, Warnings) {
 	lookup := l.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -82,7 +120,7 @@ func (l Loader) parse(name string, data []byte) ([]parsed, Errors) {
 	}
 	d := &decoder{file: name, lookup: lookup}
 	ps := d.parseFile(data, dir)
-	return ps, d.errs
+	return ps, d.errs, d.warns
 }
 
 // pipelineFiles expands folders to their pipeline files and drops repeats.
