@@ -276,6 +276,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 			}
 		}
 	}
+	p.observeBatch(batch, v)
 	// A batch failed whole when every message failed at the target call
 	// with a retryable error: an outage, not items the target named.
 	whole := outage == len(batch) && len(batch) > 0 && ctx.Err() == nil
@@ -312,6 +313,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 	p.mu.Unlock()
 	if !hold {
 		p.met.deadLettered.Add(float64(onWayToDLQ))
+		p.met.observeDeadLettered(onWayToDLQ)
 	}
 	for _, d := range giveBack {
 		items = append(items, settle{d: d, v: verbNak})

@@ -107,6 +107,7 @@ type pipeMetrics struct {
 	concurrency, inflight, inflightBytes, circuitOpen                prometheus.Gauge
 	targetDuration, messageAge                                       prometheus.Observer
 	m                                                                *Metrics
+	obs                                                              Observer // SetObserver; nil: none
 	name                                                             string
 }
 

@@ -189,6 +189,7 @@ type Pipe struct {
 	dryHeld     int // dry run: messages kept hidden until the stop
 	started     bool
 	stopping    bool
+	paused      bool // Pause: no receive starts (control.go)
 	drained     bool
 	circuit     breaker
 }
@@ -587,6 +588,7 @@ func (p *Pipe) schedule(poll, recv, work context.Context, batches, receives *con
 			p.mu.Unlock()
 			if reason != "" {
 				p.met.concurrency.Set(float64(c))
+				p.observeScaled(before, c, reason)
 				p.log.Info("concurrency changed", "from", before, "to", c, "reason", reason)
 			}
 		}
@@ -626,7 +628,7 @@ func (p *Pipe) pollersLocked() int {
 // start in a free batch slot. Nothing is received that would wait for a
 // slot, nor while the circuit is open, nor past a dry run's hold.
 func (p *Pipe) roomLocked() int {
-	if p.stopping || p.circuit.open {
+	if p.stopping || p.circuit.open || p.paused {
 		return 0
 	}
 	room := (p.conc-p.inflight)*p.opt.BatchSize - p.batches.pending() - p.reserved
@@ -708,6 +710,7 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 		return
 	}
 	p.met.received.Add(float64(len(msgs)))
+	p.observeReceived(ds)
 	for _, d := range ds {
 		if ts, err := strconv.ParseInt(d.Message.Attributes[AttrSentTimestamp], 10, 64); err == nil {
 			p.met.messageAge.Observe(now.Sub(time.UnixMilli(ts)).Seconds())

@@ -524,6 +524,7 @@ func (s *settler) terminate(ctx context.Context, ds []*Delivery) {
 	case s.dead != nil:
 		sent, back, err := s.dead.send(ctx, ds)
 		s.met.deadLettered.Add(float64(len(sent)))
+		s.met.observeDeadLettered(len(sent))
 		s.regive(sent, verbAck)
 		if len(back) > 0 {
 			s.log.Error("sending to the dead-letter target failed; the messages are retried later instead",
@@ -534,6 +535,7 @@ func (s *settler) terminate(ctx context.Context, ds []*Delivery) {
 		err := s.term.Term(ctx, messagesOf(ds))
 		bad, _ := s.failed(ds, err)
 		s.met.deadLettered.Add(float64(len(ds) - bad))
+		s.met.observeDeadLettered(len(ds) - bad)
 		if err != nil {
 			s.log.Error("dead-lettering messages failed; they come back when their current lease ends", "error", err, "messages", bad)
 		}
