@@ -1,0 +1,464 @@
+package ui_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipesproject/pipes"
+	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source/memory"
+	"github.com/pipesproject/pipes/ui"
+)
+
+// failBad is a func target that fails the items whose body holds "bad"
+// (a partial batch answer).
+type failBad struct{}
+
+func (failBad) Deliver(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+	var res pipe.Result
+	for _, ev := range events {
+		if strings.Contains(ev.Message.Body, "bad") {
+			res.Failures = append(res.Failures, pipe.ItemFailure{ID: ev.ID(), Err: errors.New("target refused it")})
+		}
+	}
+	return res, nil
+}
+
+// fixture is a running pipe on a memory queue (with a dead-letter queue)
+// and its status page served by a real net/http server.
+type fixture struct {
+	pipe   *pipe.Pipe
+	queue  *memory.Queue
+	server *ui.Server
+	http   *httptest.Server
+	token  string
+}
+
+func newFixture(t *testing.T, token string) *fixture {
+	t.Helper()
+	b := memory.NewBroker()
+	q, err := b.Queue("orders", memory.Options{WaitTime: 50 * time.Millisecond, VisibilityTimeout: 100 * time.Millisecond,
+		MaxReceiveCount: 2, DeadLetterQueue: "orders-dlq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipe.New(pipe.Options{Name: "orders", Source: q, Target: failBad{}, IncludeExecutionData: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := ui.NewRecorder(100*time.Millisecond, nil)
+	p.SetObserver(rec)
+	spec := config.Pipe{Name: "orders", Source: config.Source{Type: "memory", QueueName: "orders",
+		RedrivePolicy: &config.RedrivePolicy{MaxReceiveCount: 2, DeadLetterQueue: "orders-dlq"}}}
+	depths, _ := ui.Queues(spec, b, nil)
+	srv, err := ui.New(ui.Config{Addr: "127.0.0.1:0", Token: token, SampleEvery: 100 * time.Millisecond, DepthEvery: 100 * time.Millisecond,
+		Pipes: []ui.Pipe{{Control: p, Recorder: rec, Settings: ui.Settings(spec), Depths: depths, ExecutionData: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, body := range []string{`{"n":1}`, `{"n":2}`, `{"n":"bad"}`} {
+		if _, err := q.Send(context.Background(), memory.SendInput{Body: body,
+			MessageAttributes: map[string]pipe.MessageAttribute{"trace": {DataType: "String", StringValue: ptr("attr-value-hidden")}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &fixture{pipe: p, queue: q, server: srv, http: hs, token: token}
+}
+
+func ptr(s string) *string { return &s }
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, res.Status)
+	}
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestTheJSONEndpoints(t *testing.T) {
+	f := newFixture(t, "")
+	t.Run("/api/pipes counts what the pipe did and reads the queue depths", func(t *testing.T) {
+		var got struct{ Pipes []ui.PipeView }
+		eventually(t, "2 delivered, 2 failed, 1 dead-lettered and the DLQ depth", func() bool {
+			getJSON(t, f.http.URL+"/api/pipes", &got)
+			p := got.Pipes[0]
+			return p.Totals.Delivered == 2 && p.Totals.Failed == 2 && p.Totals.DeadLettered == 1 &&
+				p.Depths != nil && p.Depths.DLQ != nil && p.Depths.DLQ.Visible == 1 && len(p.Sparklines.Received) > 0
+		})
+		p := got.Pipes[0]
+		if p.Name != "orders" || p.State != "running" || p.Circuit != "closed" || p.Concurrency.Limit != 1000 || p.Concurrency.Current != 5 {
+			t.Fatalf("row %+v", p)
+		}
+		if p.Totals.Received != 4 || p.OldestMessageAgeSeconds == nil || p.SampleSeconds != 0.1 {
+			t.Fatalf("received %v (want 4: one message twice), oldest age %v, sample %v", p.Totals.Received, p.OldestMessageAgeSeconds, p.SampleSeconds)
+		}
+		if p.Depths.Queue == nil || p.Depths.Queue.Name != "orders" || p.Depths.DLQ.Name != "orders-dlq" {
+			t.Fatalf("depths %+v", p.Depths)
+		}
+		if p.Actions.TokenSet || !p.Actions.Pause || p.Actions.Redrive {
+			t.Fatalf("actions %+v: a memory pipe without a token can only be asked to pause (refused)", p.Actions)
+		}
+	})
+	t.Run("/api/pipes/NAME has the failures, the settings and the scaling decision", func(t *testing.T) {
+		var d ui.DetailView
+		getJSON(t, f.http.URL+"/api/pipes/orders", &d)
+		if len(d.Failures) != 2 || d.FailuresTotal != 2 || d.Failures[0].Seq != 2 || d.Failures[0].Attempts != 2 || d.Failures[1].Attempts != 1 {
+			t.Fatalf("failures %+v (total %d): want 2, newest first", d.Failures, d.FailuresTotal)
+		}
+		fl := d.Failures[0]
+		if fl.Stage != "target" || fl.Error != "target refused it" || fl.Sample != `{"n":"bad"}` || len(fl.Attributes) != 1 || fl.Attributes[0] != "trace" {
+			t.Fatalf("failure %+v", fl)
+		}
+		if d.Scaling.Concurrency != 5 || d.Scaling.Reason == "" || !d.ExecutionData {
+			t.Fatalf("scaling %+v", d.Scaling)
+		}
+		if len(d.Settings) == 0 || d.Settings[0].Key != "name" || d.Settings[0].Value != "orders" {
+			t.Fatalf("settings %+v", d.Settings)
+		}
+	})
+	t.Run("/api/pipes/NAME/failures lists them, values of attributes never", func(t *testing.T) {
+		res, err := http.Get(f.http.URL + "/api/pipes/orders/failures")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		var got struct{ Failures []ui.Failure }
+		if err := json.Unmarshal(body, &got); err != nil || len(got.Failures) != 2 {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if strings.Contains(string(body), "attr-value-hidden") {
+			t.Fatal("an attribute value was served")
+		}
+	})
+	t.Run("an unknown pipe is 404", func(t *testing.T) {
+		res, err := http.Get(f.http.URL + "/api/pipes/nope")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound {
+			t.Fatal(res.Status)
+		}
+	})
+}
+
+func TestThePagesRenderWithoutJavaScriptUnderAStrictCSP(t *testing.T) {
+	f := newFixture(t, "")
+	eventually(t, "a failure", func() bool { return f.pipe.Status().Started && len(fetch(t, f.http.URL+"/api/pipes/orders/failures")) > 20 })
+	for _, tc := range []struct{ path, want string }{
+		{"/", `<tr data-pipe="orders">`},
+		{"/pipes/orders", "Last failures"},
+		{"/pipes/orders/failures/1", "target refused it"},
+		{"/pipes/orders/confirm/pause", `name="csrf"`},
+		{"/static/app.js", "data-api"},
+		{"/static/app.css", "--accent"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			res, err := http.Get(f.http.URL + tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK || !strings.Contains(string(body), tc.want) {
+				t.Fatalf("%s: %s, want %q in\n%s", tc.path, res.Status, tc.want, body)
+			}
+			csp := res.Header.Get("Content-Security-Policy")
+			if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+				t.Fatalf("CSP %q", csp)
+			}
+			if regexp.MustCompile(`<script>|<script [^>]*>[^<]`).Match(body) || strings.Contains(string(body), " onclick=") {
+				t.Fatal("inline script in the page")
+			}
+		})
+	}
+}
+
+func fetch(t *testing.T, url string) string {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+func TestActionsNeedTheTokenAndACSRFCheck(t *testing.T) {
+	post := func(t *testing.T, url string, hdr map[string]string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	t.Run("without a token on the server every action is refused", func(t *testing.T) {
+		f := newFixture(t, "")
+		if got := post(t, f.http.URL+"/api/pipes/orders/pause", map[string]string{"Authorization": "Bearer anything"}); got != http.StatusForbidden {
+			t.Fatalf("got %d, want 403", got)
+		}
+		if f.pipe.Status().Paused {
+			t.Fatal("paused without a token")
+		}
+	})
+	f := newFixture(t, "s3cret-token")
+	api := f.http.URL + "/api/pipes/orders/pause"
+	for _, tc := range []struct {
+		name string
+		hdr  map[string]string
+		want int
+	}{
+		{"no token is 401", nil, http.StatusUnauthorized},
+		{"a wrong token is 401", map[string]string{"Authorization": "Bearer s3cret-tokeN"}, http.StatusUnauthorized},
+		{"a token prefix is 401", map[string]string{"Authorization": "Bearer s3cret"}, http.StatusUnauthorized},
+		{"the right token from another site is 403", map[string]string{"Authorization": "Bearer s3cret-token", "Origin": "http://evil.example"}, http.StatusForbidden},
+		{"the right token from a cross-site fetch is 403", map[string]string{"Authorization": "Bearer s3cret-token", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := post(t, api, tc.hdr); got != tc.want {
+				t.Fatalf("got %d, want %d", got, tc.want)
+			}
+			if f.pipe.Status().Paused {
+				t.Fatal("the pipe was paused")
+			}
+		})
+	}
+	t.Run("the right bearer token pauses and resumes", func(t *testing.T) {
+		if got := post(t, api, map[string]string{"Authorization": "Bearer s3cret-token"}); got != http.StatusAccepted {
+			t.Fatalf("got %d", got)
+		}
+		if !f.pipe.Status().Paused {
+			t.Fatal("not paused")
+		}
+		var v ui.PipeView
+		getJSON(t, f.http.URL+"/api/pipes/orders", &v)
+		if v.State != "paused" || !v.Actions.Resume {
+			t.Fatalf("state %q, actions %+v", v.State, v.Actions)
+		}
+		if got := post(t, f.http.URL+"/api/pipes/orders/resume", map[string]string{"Authorization": "Bearer s3cret-token"}); got != http.StatusAccepted || f.pipe.Status().Paused {
+			t.Fatalf("resume: %d, paused %v", got, f.pipe.Status().Paused)
+		}
+	})
+	t.Run("a redrive of a pipe without a redriver is refused", func(t *testing.T) {
+		if got := post(t, f.http.URL+"/api/pipes/orders/redrive", map[string]string{"Authorization": "Bearer s3cret-token"}); got != http.StatusConflict {
+			t.Fatalf("got %d, want 409", got)
+		}
+	})
+
+	// The form: the confirmation page sets the CSRF cookie and field.
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	page := fetchWith(t, browser, f.http.URL+"/pipes/orders/confirm/pause")
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]{32})"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no csrf field in\n%s", page)
+	}
+	form := f.http.URL + "/pipes/orders/actions/pause"
+	for _, tc := range []struct {
+		name   string
+		client *http.Client
+		csrf   string
+		token  string
+		want   int
+	}{
+		{"a form without the CSRF cookie is 403", &http.Client{}, m[1], "s3cret-token", http.StatusForbidden},
+		{"a form with another CSRF value is 403", browser, strings.Repeat("0", 32), "s3cret-token", http.StatusForbidden},
+		{"a form with a wrong token is 401", browser, m[1], "guess", http.StatusUnauthorized},
+		{"a form without a token is 401", browser, m[1], "", http.StatusUnauthorized},
+		{"the confirmed form with the token pauses (303 to the pipe)", browser, m[1], "s3cret-token", http.StatusSeeOther},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := tc.client.PostForm(form, url.Values{"csrf": {tc.csrf}, "token": {tc.token}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != tc.want {
+				t.Fatalf("got %s, want %d\n%s", res.Status, tc.want, body)
+			}
+			if paused := f.pipe.Status().Paused; paused != (tc.want == http.StatusSeeOther) {
+				t.Fatalf("paused: %v", paused)
+			}
+			if strings.Contains(string(body), "s3cret-token") {
+				t.Fatal("the token was echoed")
+			}
+		})
+	}
+}
+
+func fetchWith(t *testing.T, c *http.Client, url string) string {
+	t.Helper()
+	res, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+func TestTheServerRefusesToStartOpenWithoutAToken(t *testing.T) {
+	for _, tc := range []struct {
+		addr, token string
+		refused     bool
+	}{
+		{"127.0.0.1:0", "", false},
+		{"localhost:0", "", false},
+		{"[::1]:0", "", false},
+		{"0.0.0.0:0", "", true},
+		{":0", "", true},
+		{"192.0.2.10:8080", "", true},
+		{"0.0.0.0:0", "t", false},
+	} {
+		_, err := ui.New(ui.Config{Addr: tc.addr, Token: tc.token})
+		if got := errors.Is(err, ui.ErrTokenNeeded); got != tc.refused {
+			t.Errorf("New(%q, token %q): %v, want refused %v", tc.addr, tc.token, err, tc.refused)
+		}
+	}
+}
+
+func TestALoopbackServerAnswersOnlyToLoopbackHostNames(t *testing.T) {
+	f := newFixture(t, "")
+	req, _ := http.NewRequest(http.MethodGet, f.http.URL+"/api/pipes", nil)
+	req.Host = "attacker.example:80"
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("got %s, want 421 (DNS rebinding)", res.Status)
+	}
+}
+
+func TestNoSecretIsRenderedOrServed(t *testing.T) {
+	const header, amqpPass, urlPass, query = "Bearer hdr-SECRET-1", "amqp-SECRET-2", "url-SECRET-3", "qry-SECRET-4"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.yaml")
+	yaml := `pipes:
+  - name: secretive
+    source:
+      type: rabbitmq
+      url: amqp://pipes:${AMQP_PASS}@127.0.0.1:1/
+      queue: orders
+    target:
+      type: http
+      url: http://user:${URL_PASS}@127.0.0.1:1/hook?key=${QUERY}
+      headers:
+        Authorization: ${API_TOKEN}
+    logging:
+      level: error
+      include_execution_data: true
+`
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"AMQP_PASS": amqpPass, "URL_PASS": urlPass, "QUERY": query, "API_TOKEN": header}
+	specs, err := config.Loader{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := pipes.NewRegistry().Build(context.Background(), specs, pipes.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := built[0]
+	rec := ui.NewRecorder(time.Second, ui.Secrets(specs[0]).Text)
+	p.SetObserver(rec)
+	// A failure whose error quotes the secrets, as a library's might.
+	rec.Failed(pipe.Failure{MessageID: "m1", Stage: "target", Err: errors.New("POST http://user:" + urlPass + "@127.0.0.1:1/hook with " + header + " and " + amqpPass), At: time.Now()})
+	depths, redriver := ui.Queues(specs[0], nil, nil)
+	srv, err := ui.New(ui.Config{Addr: "127.0.0.1:0", Token: "tok", DepthEvery: time.Second,
+		Pipes: []ui.Pipe{{Control: p, Recorder: rec, Settings: ui.Settings(specs[0]), Scrub: ui.Secrets(specs[0]).Text, Depths: depths, Redriver: redriver}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	defer srv.Close()
+	check := func(path string) {
+		t.Helper()
+		body := fetch(t, hs.URL+path)
+		for _, s := range []string{header, "hdr-SECRET", amqpPass, urlPass, query} {
+			if strings.Contains(body, s) {
+				t.Fatalf("%s serves the secret %q:\n%s", path, s, body)
+			}
+		}
+	}
+	for _, path := range []string{"/", "/pipes/secretive", "/pipes/secretive/failures/1", "/pipes/secretive/confirm/redrive",
+		"/api/pipes", "/api/pipes/secretive", "/api/pipes/secretive/failures"} {
+		check(path)
+	}
+	// The depth read fails (nothing listens on port 1): its error is
+	// shown, scrubbed, on the next requests.
+	eventually(t, "the failed depth read", func() bool {
+		var v ui.PipeView
+		getJSON(t, hs.URL+"/api/pipes/secretive", &v)
+		return v.DepthsError != ""
+	})
+	check("/api/pipes/secretive")
+	check("/pipes/secretive")
+	body := fetch(t, hs.URL+"/api/pipes/secretive")
+	for _, want := range []string{`"target.headers.Authorization","value":"` + ui.Masked, "amqp://pipes:xxxxx@127.0.0.1:1/", "http://user:xxxxx@127.0.0.1:1/hook?key=xxxxx"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the masked settings lack %q:\n%s", want, body)
+		}
+	}
+}
