@@ -193,7 +193,9 @@ func TestTheJSONEndpoints(t *testing.T) {
 
 func TestThePagesRenderWithoutJavaScriptUnderAStrictCSP(t *testing.T) {
 	f := newFixture(t, "")
-	eventually(t, "a failure", func() bool { return f.pipe.Status().Started && len(fetch(t, f.http.URL+"/api/pipes/orders/failures")) > 20 })
+	eventually(t, "a failure", func() bool {
+		return f.pipe.Status().Started && len(fetch(t, f.http.URL+"/api/pipes/orders/failures")) > 20
+	})
 	for _, tc := range []struct{ path, want string }{
 		{"/", `<tr data-pipe="orders">`},
 		{"/pipes/orders", "Last failures"},
