@@ -213,7 +213,8 @@ type stats struct {
 }
 
 func (r *Recorder) stats() stats {
-	st := stats{totals: Counts{
+	empty := func() []float64 { return make([]float64, 0, len(r.samples)) }
+	st := stats{series: Series{Received: empty(), Filtered: empty(), Delivered: empty(), Failed: empty(), DeadLettered: empty()}, totals: Counts{
 		Received: float64(r.received.Load()), Delivered: float64(r.delivered.Load()),
 		Filtered: float64(r.filtered.Load()), Failed: float64(r.failed.Load()), DeadLettered: float64(r.dead.Load()),
 	}}

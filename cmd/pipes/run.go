@@ -32,6 +32,7 @@ type runFlags struct {
 	drain            bool
 	dryRun           bool
 	maxInflightBytes int64
+	ui               uiFlags // ui.go
 }
 
 func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
@@ -53,6 +54,7 @@ func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
 	fl.BoolVar(&f.drain, "drain", false, "exit 0 once every source is empty and nothing is in flight")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "call no target and delete nothing: print what each target would get, keep the messages hidden while running and release them at exit")
 	fl.Int64Var(&f.maxInflightBytes, "max-inflight-bytes", 256<<20, "budget for the payload bytes of received, unsettled messages across all pipes (0: no limit); the process's memory is a small multiple of it")
+	f.ui.register(fl)
 	return cmd
 }
 
@@ -125,6 +127,11 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 	if err != nil {
 		return usageErr(err)
 	}
+	stopUI, err := startUI(f.ui, specs, built, env, log)
+	if err != nil {
+		return err
+	}
+	defer stopUI()
 	runner := pipe.NewRunner(built...)
 	in.runStarted(log, f.shutdownTimeout, runner.Abort)
 	defer in.runEnded()
