@@ -213,7 +213,7 @@ type stats struct {
 }
 
 func (r *Recorder) stats() stats {
-	empty := func() []float64 { return make([]float64, 0, len(r.samples)) }
+	empty := func() []float64 { return make([]float64, 0, int(History/r.every)) }
 	st := stats{series: Series{Received: empty(), Filtered: empty(), Delivered: empty(), Failed: empty(), DeadLettered: empty()}, totals: Counts{
 		Received: float64(r.received.Load()), Delivered: float64(r.delivered.Load()),
 		Filtered: float64(r.filtered.Load()), Failed: float64(r.failed.Load()), DeadLettered: float64(r.dead.Load()),
