@@ -1,0 +1,160 @@
+// End-to-end test of the status page in headless Chromium (Debian's
+// chromium, driven by playwright-core from .ci/browser; no browser
+// download). Started by cmd/pipes' TestStatusPageInABrowser, which runs a
+// pipe against the local SQS server with --ui and passes:
+//   PIPES_UI_URL     the page's base URL
+//   PIPES_UI_TOKEN   the token of its actions
+//   PIPES_PIPE       the pipe's name
+//   PIPES_DLQ_COUNT  how many messages its dead-letter queue holds
+//   PIPES_ARTIFACTS  the folder for screenshots
+//   PIPES_PLAYWRIGHT the package.json of .ci/browser
+//   PIPES_CHROMIUM   the browser (default /usr/bin/chromium)
+// It prints one JSON line of findings on stdout and exits 1 on the first
+// failed step (with the reason on stderr).
+import { createRequire } from "node:module";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+};
+const base = env("PIPES_UI_URL");
+const token = env("PIPES_UI_TOKEN");
+const name = env("PIPES_PIPE");
+const dlqCount = Number(env("PIPES_DLQ_COUNT"));
+const artifacts = env("PIPES_ARTIFACTS");
+const require = createRequire(env("PIPES_PLAYWRIGHT"));
+const { chromium } = require("playwright-core");
+
+const found = {};
+const step = (s) => process.stderr.write(`step: ${s}\n`);
+const shot = async (page, file, opts = {}) => page.screenshot({ path: join(artifacts, file), ...opts });
+
+const profile = mkdtempSync(join(tmpdir(), "pipes-chromium-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.PIPES_CHROMIUM || "/usr/bin/chromium",
+  headless: true,
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run"],
+  viewport: { width: 1280, height: 860 },
+});
+const cspErrors = [];
+try {
+  const page = context.pages()[0] || (await context.newPage());
+  page.setDefaultTimeout(60000);
+  page.on("console", (m) => { if (/Content Security Policy/i.test(m.text())) cspErrors.push(m.text()); });
+  page.on("pageerror", (e) => cspErrors.push(String(e)));
+
+  step("the overview lists the pipe and its counts move");
+  await page.goto(base + "/");
+  const row = page.locator(`tr[data-pipe="${name}"]`);
+  await row.waitFor();
+  const received = row.locator('[data-field="totals.received"]');
+  const first = Number(await received.textContent());
+  await page.waitForFunction(([sel, n]) => Number(document.querySelector(sel).textContent) > n,
+    [`tr[data-pipe="${name}"] [data-field="totals.received"]`, first]);
+  found.receivedBefore = first;
+  found.receivedAfter = Number(await received.textContent());
+  found.state = await row.locator('[data-field="state"]').textContent();
+  await page.waitForFunction((sel) => document.querySelector(sel).getAttribute("points") !== "",
+    `tr[data-pipe="${name}"] [data-spark="received"]`);
+  await shot(page, "overview.png");
+
+  step("accessibility: labels, semantic tables, contrast");
+  found.a11y = await page.evaluate(() => {
+    const problems = [];
+    for (const t of document.querySelectorAll("table")) {
+      if (!t.querySelector("caption")) problems.push("a table without a caption");
+      for (const th of t.querySelectorAll("thead th")) if (th.getAttribute("scope") !== "col") problems.push("a header without scope");
+    }
+    for (const svg of document.querySelectorAll("svg")) if (!svg.getAttribute("aria-label")) problems.push("an unlabelled sparkline");
+    const lum = (c) => {
+      const [r, g, b] = c.match(/\d+(\.\d+)?/g).slice(0, 3).map(Number).map((v) => {
+        v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+      });
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const bg = (el) => {
+      for (; el; el = el.parentElement) {
+        const c = getComputedStyle(el).backgroundColor;
+        if (c && !/rgba\(0, 0, 0, 0\)|transparent/.test(c)) return c;
+      }
+      return "rgb(255, 255, 255)";
+    };
+    let worst = 21;
+    for (const el of document.querySelectorAll("body *")) {
+      if (!el.childNodes.length || ![...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
+      const a = lum(getComputedStyle(el).color), b = lum(bg(el));
+      const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      worst = Math.min(worst, ratio);
+      if (ratio < 4.5) problems.push(`contrast ${ratio.toFixed(2)} on <${el.tagName.toLowerCase()}> "${el.textContent.trim().slice(0, 30)}"`);
+    }
+    return { problems, worstContrast: Number(worst.toFixed(2)) };
+  });
+
+  step("readable on a phone: the page does not scroll sideways, the table does");
+  await page.setViewportSize({ width: 390, height: 844 });
+  found.phoneOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  await shot(page, "overview-phone.png");
+  await page.setViewportSize({ width: 1280, height: 860 });
+
+  step("the detail view shows a failure, which opens");
+  await page.click(`th a[href="/pipes/${name}"]`);
+  await page.waitForURL(`**/pipes/${name}`);
+  const failureLink = page.locator("[data-failures] tr a").first();
+  await failureLink.waitFor();
+  await failureLink.click();
+  await page.waitForURL(/\/failures\/\d+$/);
+  found.failure = {
+    error: (await page.locator("dl.failure dd.err").textContent()).trim(),
+    id: (await page.locator("dl.failure dd.id").textContent()).trim(),
+    sample: (await page.locator("dl.failure pre.sample").count()) ? await page.locator("dl.failure pre.sample").textContent() : "",
+  };
+  await shot(page, "failure.png");
+  await page.goBack();
+  await page.waitForURL(`**/pipes/${name}`);
+
+  step("an action without the token is refused");
+  found.noToken = await page.evaluate(async (n) => (await fetch(`/api/pipes/${n}/pause`, { method: "POST" })).status, name);
+
+  step("the DLQ depth is shown; redrive asks for confirmation and the token");
+  const dlqCell = page.locator(`tr[data-pipe="${name}"] [data-field="depths.dlq"]`);
+  await page.waitForFunction(([sel, n]) => document.querySelector(sel).textContent.trim().startsWith(String(n) + " "),
+    [`tr[data-pipe="${name}"] [data-field="depths.dlq"]`, dlqCount], { timeout: 70000 });
+  found.dlqBefore = (await dlqCell.textContent()).trim();
+  await page.click("text=Redrive the DLQ");
+  await page.waitForURL(`**/pipes/${name}/confirm/redrive`);
+  found.confirmLabels = await page.evaluate(() => [...document.querySelectorAll("input:not([type=hidden])")]
+    .every((i) => i.labels && i.labels.length > 0));
+  // A wrong token first: refused, nothing moves.
+  await page.fill("#rate", "50");
+  await page.fill("#token", "not-the-token");
+  await page.click("button[type=submit]");
+  found.wrongToken = (await page.locator(".message").textContent()).trim();
+  await page.goto(`${base}/pipes/${name}/confirm/redrive`);
+  await page.fill("#rate", "50");
+  await page.fill("#token", token);
+  await shot(page, "confirm.png");
+  await page.click("button[type=submit]");
+  await page.waitForURL(`**/pipes/${name}?done=redrive`);
+
+  step("the redrive's progress shows the messages moved, and the DLQ empties");
+  await page.waitForFunction(() => document.querySelector('[data-field="redrive.state"]').textContent === "done");
+  found.moved = Number(await page.locator('[data-field="redrive.moved"]').textContent());
+  await page.waitForFunction((sel) => document.querySelector(sel).textContent.trim().startsWith("0 "),
+    `tr[data-pipe="${name}"] [data-field="depths.dlq"]`, { timeout: 70000 });
+  found.dlqAfter = (await dlqCell.textContent()).trim();
+  await page.waitForFunction(() => document.querySelector('[data-field="totals.delivered"]') !== null);
+  await shot(page, "detail.png");
+  found.cspErrors = cspErrors;
+  process.stdout.write(JSON.stringify(found) + "\n");
+} catch (e) {
+  process.stderr.write(`failed: ${e && e.stack ? e.stack : e}\nfound so far: ${JSON.stringify(found)}\n`);
+  process.exitCode = 1;
+} finally {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
