@@ -464,3 +464,58 @@ func TestNoSecretIsRenderedOrServed(t *testing.T) {
 		}
 	}
 }
+
+// TestAPipeWhoseSourceFailsIsNotReadyWithTheReason runs an sqs pipe whose
+// endpoint refuses connections (nothing listens on 127.0.0.1:1): no SQS
+// server behaviour is relied on.
+func TestAPipeWhoseSourceFailsIsNotReadyWithTheReason(t *testing.T) {
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "AKIDPIPESTEST", "AWS_SECRET_ACCESS_KEY": "pipes-test-secret",
+		"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"} {
+		t.Setenv(k, v)
+	}
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(file, []byte(`
+name: down
+source:
+  type: sqs
+  queue_url: http://127.0.0.1:1/000000000000/orders
+  endpoint: http://127.0.0.1:1
+target:
+  type: stdout
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	specs, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := pipes.NewRegistry().Build(context.Background(), specs, pipes.Env{Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := built[0]
+	rec := ui.NewRecorder(time.Second, nil)
+	p.SetObserver(rec)
+	srv, err := ui.New(ui.Config{Addr: "127.0.0.1:0", Pipes: []ui.Pipe{{Control: p, Recorder: rec}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	var v ui.PipeView
+	eventually(t, "the pipe not ready with a reason", func() bool {
+		getJSON(t, hs.URL+"/api/pipes/down", &v)
+		return v.State == "not ready" && v.Reason != ""
+	})
+	if !strings.Contains(v.Reason, "127.0.0.1:1") {
+		t.Fatalf("reason %q does not say what failed", v.Reason)
+	}
+	if page := fetch(t, hs.URL+"/"); !strings.Contains(page, `data-state="not ready"`) {
+		t.Fatal("the overview does not show the state")
+	}
+}
