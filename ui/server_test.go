@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -517,5 +518,59 @@ target:
 	}
 	if page := fetch(t, hs.URL+"/"); !strings.Contains(page, `data-state="not ready"`) {
 		t.Fatal("the overview does not show the state")
+	}
+}
+
+// countingDepther counts the reads of a real Depther.
+type countingDepther struct {
+	ui.Depther
+	n atomic.Int64
+}
+
+func (c *countingDepther) Depths(ctx context.Context) (ui.Depths, error) {
+	c.n.Add(1)
+	return c.Depther.Depths(ctx)
+}
+
+func TestDepthsAreReadOnlyWhileThePageIsReadAndAtMostEvery30s(t *testing.T) {
+	b := memory.NewBroker()
+	q, err := b.Queue("orders", memory.Options{WaitTime: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipe.New(pipe.Options{Name: "orders", Source: q, Target: failBad{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := config.Pipe{Name: "orders", Source: config.Source{Type: "memory", QueueName: "orders"}}
+	real, _ := ui.Queues(spec, b, nil)
+	c := &countingDepther{Depther: real}
+	rec := ui.NewRecorder(50*time.Millisecond, nil)
+	srv, err := ui.New(ui.Config{Addr: "127.0.0.1:0", SampleEvery: 50 * time.Millisecond, DepthEvery: time.Hour, // capped at 30 s
+		Pipes: []ui.Pipe{{Control: p, Recorder: rec, Depths: c}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	time.Sleep(200 * time.Millisecond) // four samples: the sampler reads no depth
+	if n := c.n.Load(); n != 0 {
+		t.Fatalf("%d depth reads before any request, want 0", n)
+	}
+	for range 5 {
+		fetch(t, hs.URL+"/")
+		fetch(t, hs.URL+"/api/pipes")
+	}
+	var v ui.PipeView
+	eventually(t, "the depths read", func() bool {
+		getJSON(t, hs.URL+"/api/pipes/orders", &v)
+		return v.Depths != nil
+	})
+	if n := c.n.Load(); n != 1 {
+		t.Fatalf("%d depth reads for 11 requests within 30 s, want 1", n)
 	}
 }

@@ -39,7 +39,7 @@ const context = await chromium.launchPersistentContext(profile, {
   headless: true,
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--no-first-run"],
-  viewport: { width: 1280, height: 860 },
+  viewport: { width: 1440, height: 900 },
 });
 const cspErrors = [];
 try {
@@ -99,7 +99,7 @@ try {
   await page.setViewportSize({ width: 390, height: 844 });
   found.phoneOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   await shot(page, "overview-phone.png");
-  await page.setViewportSize({ width: 1280, height: 860 });
+  await page.setViewportSize({ width: 1440, height: 900 });
 
   step("the detail view shows a failure, which opens");
   await page.click(`th a[href="/pipes/${name}"]`);
