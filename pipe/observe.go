@@ -1,6 +1,8 @@
 package pipe
 
 import (
+	"encoding/json"
+	"sort"
 	"strconv"
 	"time"
 )
@@ -41,8 +43,8 @@ type Failure struct {
 	Stage string
 	// Err is why.
 	Err error
-	// Attempts is how many times the message was delivered
-	// (ApproximateReceiveCount).
+	// Attempts is how many times the message was delivered, this time
+	// included (Delivery.NumDelivered).
 	Attempts int
 	// At is when the failure was settled.
 	At time.Time
@@ -50,8 +52,8 @@ type Failure struct {
 	// the pipe's logging includes execution data (else nil).
 	Sample string
 	// Attributes are the names of the message's attributes (SQS message
-	// attributes, RabbitMQ headers), without their values, and only with
-	// Sample.
+	// attributes, RabbitMQ headers), sorted, without their values, and
+	// only with Sample.
 	Attributes []string
 }
 
@@ -101,17 +103,39 @@ func (p *Pipe) observeBatch(batch []*Delivery, v []verdict) {
 		case Released:
 		default:
 			f := Failure{MessageID: d.Message.MessageID, Stage: v[i].stage, Err: v[i].err,
-				Attempts: d.Message.ReceiveCount(), At: now}
+				Attempts: d.NumDelivered(), At: now}
 			if p.opt.IncludeExecutionData {
 				f.Sample = sampleOf(d.Message.Body)
-				for name := range d.Message.MessageAttributes {
-					f.Attributes = append(f.Attributes, name)
-				}
+				f.Attributes = attributeNames(d.Message)
 			}
 			o.Failed(f)
 		}
 	}
 	o.Settled(delivered, filtered)
+}
+
+// attributeNames are the names of m's SQS message attributes or, for a
+// record of another shape (RabbitMQ), of the headers in its
+// basicProperties, sorted.
+func attributeNames(m *Message) []string {
+	var names []string
+	for name := range m.MessageAttributes {
+		names = append(names, name)
+	}
+	if m.Record != nil {
+		if raw, ok := m.Record.Field("basicProperties"); ok {
+			var props struct {
+				Headers map[string]json.RawMessage `json:"headers"`
+			}
+			if json.Unmarshal(raw, &props) == nil {
+				for name := range props.Headers {
+					names = append(names, name)
+				}
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // sampleOf is the start of body, at most SampleLimit bytes, cut at a

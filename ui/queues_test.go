@@ -2,9 +2,19 @@ package ui_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/internal/rabbittest"
 	"github.com/pipesproject/pipes/redrive"
@@ -69,5 +79,83 @@ func TestRabbitMQDepthsAndRedrive(t *testing.T) {
 	}
 	if n := rabbittest.Count(t, source); n != 3 {
 		t.Fatalf("the source holds %d after the redrive, want 3", n)
+	}
+}
+
+// TestARabbitMQPipesFailuresNameItsHeadersNotTheirValues runs a RabbitMQ
+// pipe (a stdout target with fail_on) on the broker with include_execution_data
+// and reads its failure on the page: the header names are listed, their
+// values and the AMQP password never served. It relies on RabbitMQ
+// keeping the publisher's headers on delivery.
+func TestARabbitMQPipesFailuresNameItsHeadersNotTheirValues(t *testing.T) {
+	amqpURL := rabbittest.URL(t)
+	queue := rabbittest.Name(t, "-src")
+	rabbittest.DeclareQueue(t, queue, rabbittest.QueueOptions{})
+	ch := rabbittest.Channel(t)
+	if err := ch.PublishWithContext(t.Context(), "", queue, false, false, amqp.Publishing{
+		ContentType: "application/json", Body: []byte(`{"order":"bad"}`),
+		Headers: amqp.Table{"tenant": "header-value-hidden", "trace-id": "t-1"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(`
+name: rabbit
+source:
+  type: rabbitmq
+  url: %s
+  queue: %s
+  management_url: %s
+target:
+  type: stdout
+  fail_on: bad
+logging:
+  include_execution_data: true
+`, amqpURL, queue, rabbittest.ManagementURL(t))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	specs, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := pipes.NewRegistry().Build(context.Background(), specs, pipes.Env{Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := built[0]
+	secrets := ui.Secrets(specs[0])
+	rec := ui.NewRecorder(time.Second, secrets.Text)
+	p.SetObserver(rec)
+	depths, redriver := ui.Queues(specs[0], nil, nil)
+	srv, err := ui.New(ui.Config{Addr: "127.0.0.1:0", Pipes: []ui.Pipe{{Control: p, Recorder: rec, Settings: ui.Settings(specs[0]),
+		Scrub: secrets.Text, Depths: depths, Redriver: redriver, ExecutionData: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	var d ui.DetailView
+	eventually(t, "the failure on the page", func() bool {
+		getJSON(t, hs.URL+"/api/pipes/rabbit", &d)
+		return len(d.Failures) > 0 && d.Depths != nil
+	})
+	f := d.Failures[len(d.Failures)-1]
+	if strings.Join(f.Attributes, ",") != "tenant,trace-id" || f.Sample != `{"order":"bad"}` || f.Attempts != 1 {
+		t.Fatalf("failure %+v: want the two header names, the body and attempt 1", f)
+	}
+	pass := ""
+	if u, err := url.Parse(amqpURL); err == nil {
+		pass, _ = u.User.Password()
+	}
+	for _, path := range []string{"/", "/pipes/rabbit", "/pipes/rabbit/failures/1", "/api/pipes/rabbit", "/api/pipes/rabbit/failures"} {
+		body := fetch(t, hs.URL+path)
+		if strings.Contains(body, "header-value-hidden") || pass != "" && strings.Contains(body, ":"+pass+"@") {
+			t.Fatalf("%s serves a header value or the AMQP password:\n%s", path, body)
+		}
 	}
 }
