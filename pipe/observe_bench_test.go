@@ -1,0 +1,56 @@
+package pipe_test
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source/memory"
+)
+
+// BenchmarkDrainWithObserver is BenchmarkDrainToNoopTarget at concurrency
+// 5 with an observer set (one that adds up what it is told): the cost of
+// the observer hooks per message, to compare with the run without one.
+func BenchmarkDrainWithObserver(b *testing.B) {
+	const n = 10000
+	ctx := context.Background()
+	target := pipe.TargetFunc(func(context.Context, []*pipe.Event) (pipe.Result, error) { return pipe.Result{}, nil })
+	var mallocs uint64
+	var ms runtime.MemStats
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		q, err := memory.NewBroker().Queue("bench", memory.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range n {
+			if _, err := q.Send(ctx, memory.SendInput{Body: `{"kind":"order","amount":` + strconv.Itoa(i) + `}`}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		p, err := pipe.New(pipe.Options{Name: "bench", Source: benchSource{q}, Target: target, Drain: true,
+			MaxConcurrency: 5, InitialConcurrency: 5})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := &watcher{}
+		p.SetObserver(w)
+		runtime.ReadMemStats(&ms)
+		before := ms.Mallocs
+		b.StartTimer()
+		if err := p.Run(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		runtime.ReadMemStats(&ms)
+		mallocs += ms.Mallocs - before
+		if w.delivered != n {
+			b.Fatalf("observed %d delivered, want %d", w.delivered, n)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(mallocs)/float64(b.N)/n, "allocs/msg")
+}

@@ -1,0 +1,44 @@
+package ui
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/pipesproject/pipes/pipe"
+)
+
+// BenchmarkRecorder is what a pipe pays per call into its Recorder, on
+// the pipe's goroutines (atomics for the counts; a lock and a ring slot
+// for a failure).
+func BenchmarkRecorder(b *testing.B) {
+	r := NewRecorder(5*time.Second, nil)
+	sent := time.Now().Add(-time.Second)
+	b.Run("Received", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r.Received(10, sent)
+		}
+	})
+	b.Run("Settled", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r.Settled(9, 1)
+		}
+	})
+	err := errors.New("refused")
+	b.Run("Failed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r.Failed(pipe.Failure{MessageID: "m", Stage: "target", Err: err, Attempts: 1, At: sent})
+		}
+	})
+	b.Run("Sample", func(b *testing.B) {
+		b.ReportAllocs()
+		now := time.Now()
+		for b.Loop() {
+			now = now.Add(5 * time.Second)
+			r.Sample(now)
+		}
+	})
+}
