@@ -33,6 +33,47 @@ const found = {};
 const step = (s) => process.stderr.write(`step: ${s}\n`);
 const shot = async (page, file, opts = {}) => page.screenshot({ path: join(artifacts, file), ...opts });
 
+// a11yCheck runs in the page: every table has a caption and scoped column
+// headers, every sparkline and input a label, every text a contrast of at
+// least 4.5:1 (WCAG AA) against its background.
+const a11yCheck = () => {
+    const problems = [];
+    for (const t of document.querySelectorAll("table")) {
+      if (!t.querySelector("caption")) problems.push("a table without a caption");
+      for (const th of t.querySelectorAll("thead th")) if (th.getAttribute("scope") !== "col") problems.push("a header without scope");
+    }
+    for (const svg of document.querySelectorAll("svg")) if (!svg.getAttribute("aria-label")) problems.push("an unlabelled sparkline");
+    for (const i of document.querySelectorAll("input:not([type=hidden])")) if (!i.labels || !i.labels.length) problems.push("an input without a label");
+    const lum = (c) => {
+      const [r, g, b] = c.match(/\d+(\.\d+)?/g).slice(0, 3).map(Number).map((v) => {
+        v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+      });
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const bg = (el) => {
+      for (; el; el = el.parentElement) {
+        const c = getComputedStyle(el).backgroundColor;
+        if (c && !/rgba\(0, 0, 0, 0\)|transparent/.test(c)) return c;
+      }
+      return "rgb(255, 255, 255)";
+    };
+    let worst = 21;
+    for (const el of document.querySelectorAll("body *")) {
+      if (!el.childNodes.length || ![...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
+      const a = lum(getComputedStyle(el).color), b = lum(bg(el));
+      const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      worst = Math.min(worst, ratio);
+      if (ratio < 4.5) problems.push(`contrast ${ratio.toFixed(2)} on <${el.tagName.toLowerCase()}> "${el.textContent.trim().slice(0, 30)}"`);
+    }
+    return { problems, worstContrast: Number(worst.toFixed(2)) };
+  };
+found.a11y = { problems: [], worstContrast: 21 };
+async function a11y(page, where) {
+  const r = await page.evaluate(a11yCheck);
+  found.a11y.problems.push(...r.problems.map((p) => `${where}: ${p}`));
+  found.a11y.worstContrast = Math.min(found.a11y.worstContrast, r.worstContrast);
+}
+
 const profile = mkdtempSync(join(tmpdir(), "pipes-chromium-"));
 const context = await chromium.launchPersistentContext(profile, {
   executablePath: process.env.PIPES_CHROMIUM || "/usr/bin/chromium",
@@ -64,36 +105,7 @@ try {
   await shot(page, "overview.png");
 
   step("accessibility: labels, semantic tables, contrast");
-  found.a11y = await page.evaluate(() => {
-    const problems = [];
-    for (const t of document.querySelectorAll("table")) {
-      if (!t.querySelector("caption")) problems.push("a table without a caption");
-      for (const th of t.querySelectorAll("thead th")) if (th.getAttribute("scope") !== "col") problems.push("a header without scope");
-    }
-    for (const svg of document.querySelectorAll("svg")) if (!svg.getAttribute("aria-label")) problems.push("an unlabelled sparkline");
-    const lum = (c) => {
-      const [r, g, b] = c.match(/\d+(\.\d+)?/g).slice(0, 3).map(Number).map((v) => {
-        v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
-      });
-      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-    };
-    const bg = (el) => {
-      for (; el; el = el.parentElement) {
-        const c = getComputedStyle(el).backgroundColor;
-        if (c && !/rgba\(0, 0, 0, 0\)|transparent/.test(c)) return c;
-      }
-      return "rgb(255, 255, 255)";
-    };
-    let worst = 21;
-    for (const el of document.querySelectorAll("body *")) {
-      if (!el.childNodes.length || ![...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
-      const a = lum(getComputedStyle(el).color), b = lum(bg(el));
-      const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-      worst = Math.min(worst, ratio);
-      if (ratio < 4.5) problems.push(`contrast ${ratio.toFixed(2)} on <${el.tagName.toLowerCase()}> "${el.textContent.trim().slice(0, 30)}"`);
-    }
-    return { problems, worstContrast: Number(worst.toFixed(2)) };
-  });
+  await a11y(page, "overview");
 
   step("readable on a phone: the page does not scroll sideways, the table does");
   await page.setViewportSize({ width: 390, height: 844 });
@@ -113,6 +125,7 @@ try {
     id: (await page.locator("dl.failure dd.id").textContent()).trim(),
     sample: (await page.locator("dl.failure pre.sample").count()) ? await page.locator("dl.failure pre.sample").textContent() : "",
   };
+  await a11y(page, "failure");
   await shot(page, "failure.png");
   await page.goBack();
   await page.waitForURL(`**/pipes/${name}`);
@@ -125,6 +138,7 @@ try {
   await page.waitForFunction(([sel, n]) => document.querySelector(sel).textContent.trim().startsWith(String(n) + " "),
     [`tr[data-pipe="${name}"] [data-field="depths.dlq"]`, dlqCount], { timeout: 70000 });
   found.dlqBefore = (await dlqCell.textContent()).trim();
+  await a11y(page, "detail");
   await page.click("text=Redrive the DLQ");
   await page.waitForURL(`**/pipes/${name}/confirm/redrive`);
   found.confirmLabels = await page.evaluate(() => [...document.querySelectorAll("input:not([type=hidden])")]
@@ -137,6 +151,7 @@ try {
   await page.goto(`${base}/pipes/${name}/confirm/redrive`);
   await page.fill("#rate", "50");
   await page.fill("#token", token);
+  await a11y(page, "confirm");
   await shot(page, "confirm.png");
   await page.click("button[type=submit]");
   await page.waitForURL(`**/pipes/${name}?done=redrive`);
