@@ -55,6 +55,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				http.Error(w, "this status page answers only to a loopback host name", http.StatusMisdirectedRequest)
 				return
 			}
+		} else if !s.tokenIn(r) {
+			// Off loopback, reading needs the token too: a browser asks
+			// for it (Basic, any user name); scripts send it as Bearer.
+			h.Set("WWW-Authenticate", `Basic realm="pipes status", charset="UTF-8"`)
+			http.Error(w, "this status page needs the token (--ui-token): Authorization: Bearer TOKEN, or the password of Basic authentication", http.StatusUnauthorized)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -193,6 +199,16 @@ func (e errForbidden) Error() string { return e.msg }
 func sameToken(got, want string) bool {
 	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1 && want != ""
+}
+
+// tokenIn reports whether the request carries the token as a Bearer
+// token or as the password of Basic authentication.
+func (s *Server) tokenIn(r *http.Request) bool {
+	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return sameToken(bearer, s.cfg.Token)
+	}
+	_, pass, ok := r.BasicAuth()
+	return ok && sameToken(pass, s.cfg.Token)
 }
 
 // crossSite reports a request a browser sent from another site.

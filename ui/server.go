@@ -75,7 +75,8 @@ type Config struct {
 	// Addr is the address to listen on ("127.0.0.1:8080").
 	Addr string
 	// Token is the secret that every action needs; "" turns actions off,
-	// and then Addr must be a loopback address.
+	// and then Addr must be a loopback address. Off loopback every request
+	// needs it (Bearer, or the password of Basic authentication).
 	Token string
 	// Pipes are the pipes shown, in order.
 	Pipes []Pipe

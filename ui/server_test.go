@@ -574,3 +574,51 @@ func TestDepthsAreReadOnlyWhileThePageIsReadAndAtMostEvery30s(t *testing.T) {
 		t.Fatalf("%d depth reads for 11 requests within 30 s, want 1", n)
 	}
 }
+
+func TestOffLoopbackEveryRequestNeedsTheToken(t *testing.T) {
+	b := memory.NewBroker()
+	q, err := b.Queue("orders", memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipe.New(pipe.Options{Name: "orders", Source: q, Target: failBad{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ui.New(ui.Config{Addr: "0.0.0.0:0", Token: "lan-token", Pipes: []ui.Pipe{{Control: p, Recorder: ui.NewRecorder(time.Second, nil)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	for _, tc := range []struct {
+		name string
+		auth func(*http.Request)
+		want int
+	}{
+		{"no token is 401 with a Basic challenge", func(*http.Request) {}, http.StatusUnauthorized},
+		{"a wrong Bearer token is 401", func(r *http.Request) { r.Header.Set("Authorization", "Bearer nope") }, http.StatusUnauthorized},
+		{"a wrong Basic password is 401", func(r *http.Request) { r.SetBasicAuth("me", "nope") }, http.StatusUnauthorized},
+		{"the Bearer token reads", func(r *http.Request) { r.Header.Set("Authorization", "Bearer lan-token") }, http.StatusOK},
+		{"the token as Basic password reads", func(r *http.Request) { r.SetBasicAuth("anyone", "lan-token") }, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, path := range []string{"/", "/api/pipes", "/static/app.js"} {
+				req, _ := http.NewRequest(http.MethodGet, hs.URL+path, nil)
+				tc.auth(req)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Body.Close()
+				if res.StatusCode != tc.want {
+					t.Fatalf("%s: %s, want %d", path, res.Status, tc.want)
+				}
+				if tc.want == http.StatusUnauthorized && !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Basic ") {
+					t.Fatalf("%s: no Basic challenge", path)
+				}
+			}
+		})
+	}
+}
