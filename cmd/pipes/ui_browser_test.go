@@ -119,7 +119,8 @@ func artifactsDir(t *testing.T) string {
 // local SQS server, with a target failing some items and a dead-letter
 // queue, and drives the page in headless Chromium: counts move, a failure
 // opens, an action without the token is refused, the DLQ is redriven
-// after a confirmation and the messages are moved. It runs on fauxqs,
+// after a confirmation and the messages are moved, polling is paused and
+// resumed. It runs on fauxqs,
 // relying on its receive counts (maxReceiveCount 2 dead-letters a message
 // after exactly two failed receives; local-aws-sqs would count the
 // heartbeat's visibility changes too) and its approximate counts (it does
@@ -228,6 +229,7 @@ logging:
 		WrongToken    string
 		Moved         int
 		DLQAfter      string
+		Pause, Resume string
 		CSPErrors     []string
 	}
 	if err := json.Unmarshal(out.Bytes(), &found); err != nil {
@@ -248,6 +250,8 @@ logging:
 		{"a wrong token is refused", strings.Contains(found.WrongToken, "wrong or missing token")},
 		{"the redrive moved the 3", found.Moved == len(bad)},
 		{"the DLQ depth went to 0", strings.HasPrefix(found.DLQAfter, "0 ")},
+		{"pausing shows the pipe paused", found.Pause == "paused"},
+		{"resuming shows it running", found.Resume == "running"},
 		{"no CSP violation or script error", len(found.CSPErrors) == 0},
 	}
 	for _, c := range checks {

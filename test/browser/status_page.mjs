@@ -164,6 +164,16 @@ try {
   found.dlqAfter = (await dlqCell.textContent()).trim();
   await page.waitForFunction(() => document.querySelector('[data-field="totals.delivered"]') !== null);
   await shot(page, "detail.png");
+
+  step("pause and resume polling, each confirmed with the token");
+  for (const action of ["pause", "resume"]) {
+    await page.click(`a[href="/pipes/${name}/confirm/${action}"]`);
+    await page.waitForURL(`**/pipes/${name}/confirm/${action}`);
+    await page.fill("#token", token);
+    await page.click("button[type=submit]");
+    await page.waitForURL(`**/pipes/${name}?done=${action}`);
+    found[action] = (await page.locator(`tr[data-pipe="${name}"] [data-field="state"]`).textContent()).trim();
+  }
   found.cspErrors = cspErrors;
   process.stdout.write(JSON.stringify(found) + "\n");
 } catch (e) {
