@@ -524,13 +524,13 @@ func (s *settler) terminate(ctx context.Context, ds []*Delivery) {
 	case s.dead != nil:
 		sent, back, err := s.dead.send(ctx, ds)
 		s.met.deadLettered.Add(float64(len(sent)))
-		s.met.observeDeadLettered(len(sent))
 		s.regive(sent, verbAck)
 		if len(back) > 0 {
 			s.log.Error("sending to the dead-letter target failed; the messages are retried later instead",
 				"messages", len(back), "error", err)
 			s.regive(back, verbRetry)
 		}
+		s.met.observeDeadLettered(len(sent))
 	case s.term != nil:
 		err := s.term.Term(ctx, messagesOf(ds))
 		bad, _ := s.failed(ds, err)
