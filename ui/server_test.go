@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -620,5 +621,80 @@ func TestOffLoopbackEveryRequestNeedsTheToken(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTheStateShowsDrainingAndTheOpenCircuit runs pipes on memory queues
+// (in-process, no server): one whose target is down (every call fails,
+// so the circuit breaker opens after three batches) and one stopped while
+// its slow batch is at the target (draining).
+func TestTheStateShowsDrainingAndTheOpenCircuit(t *testing.T) {
+	b := memory.NewBroker()
+	newPipe := func(name string, target pipe.Target) (*pipe.Pipe, *memory.Queue) {
+		q, err := b.Queue(name, memory.Options{WaitTime: 50 * time.Millisecond, VisibilityTimeout: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := pipe.New(pipe.Options{Name: name, Source: q, Target: target, BatchSize: 1, ShutdownTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, q
+	}
+	down, downQ := newPipe("down", pipe.TargetFunc(func(context.Context, []*pipe.Event) (pipe.Result, error) {
+		return pipe.Result{}, errors.New("connection refused")
+	}))
+	release := make(chan struct{})
+	slow, slowQ := newPipe("slow", pipe.TargetFunc(func(ctx context.Context, _ []*pipe.Event) (pipe.Result, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return pipe.Result{}, nil
+	}))
+	var uiPipes []ui.Pipe
+	for _, p := range []*pipe.Pipe{down, slow} {
+		rec := ui.NewRecorder(time.Second, nil)
+		p.SetObserver(rec)
+		uiPipes = append(uiPipes, ui.Pipe{Control: p, Recorder: rec})
+	}
+	srv, err := ui.New(ui.Config{Addr: "127.0.0.1:0", Pipes: uiPipes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	for _, q := range []*memory.Queue{downQ, slowQ} {
+		for _, body := range []string{`{"n":1}`, `{"n":2}`, `{"n":3}`} {
+			if _, err := q.Send(context.Background(), memory.SendInput{Body: body}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	downCtx, stopDown := context.WithCancel(context.Background())
+	slowCtx, stopSlow := context.WithCancel(context.Background())
+	var runs sync.WaitGroup
+	runs.Go(func() { _ = down.Run(downCtx) })
+	runs.Go(func() { _ = slow.Run(slowCtx) })
+	defer func() { stopDown(); stopSlow(); close(release); runs.Wait() }()
+
+	var d ui.DetailView
+	eventually(t, "the circuit open", func() bool {
+		getJSON(t, hs.URL+"/api/pipes/down", &d)
+		return d.Circuit == "open"
+	})
+	if d.State != "not ready" || !strings.Contains(d.Reason, "connection refused") || !strings.Contains(d.Scaling.Reason, "circuit open") {
+		t.Fatalf("state %q, reason %q, scaling %q", d.State, d.Reason, d.Scaling.Reason)
+	}
+	eventually(t, "the 3 slow batches at the target", func() bool { return slow.Status().InFlight == 3 })
+	stopSlow()
+	var v ui.PipeView
+	eventually(t, "the slow pipe draining", func() bool {
+		getJSON(t, hs.URL+"/api/pipes/slow", &v)
+		return v.State == "draining"
+	})
+	if v.Concurrency.InFlight != 3 || v.Actions.Pause {
+		t.Fatalf("a draining pipe: %+v (its 3 batches of one message in flight, no pause offered)", v)
 	}
 }
