@@ -201,7 +201,7 @@ func TestHeartbeatOnFauxqsKeepsASlowBatchInvisibleWithoutSpendingReceiveCounts(t
 	fakeAWSEnv(t)
 	endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
 	client := sqstest.ClientOf(t, sqstest.Fauxqs)
-	queueURL, dlqURL := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 2 * time.Second, MaxReceiveCount: 2})
+	queueURL, dlqURL := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 4 * time.Second, MaxReceiveCount: 2})
 	var bodies []string
 	for i := range 5 {
 		bodies = append(bodies, fmt.Sprintf(`{"n":%d}`, i))
@@ -221,7 +221,9 @@ func TestHeartbeatOnFauxqsKeepsASlowBatchInvisibleWithoutSpendingReceiveCounts(t
 		}
 		mu.Unlock()
 		select {
-		case <-time.After(5 * time.Second): // more than two visibility timeouts
+		case <-time.After(9 * time.Second): // more than two visibility timeouts
+			// (4 s, not less: on a loaded 2-core machine a heartbeat call to
+			// the node server took long enough to miss a 2 s timeout)
 		case <-ctx.Done():
 			return pipe.Result{}, ctx.Err()
 		}
