@@ -37,8 +37,9 @@ const (
 // undo a settle.
 type settler struct {
 	src     Source
-	ext     Extender   // nil: leases do not end on their own
-	term    Terminator // nil: no native dead-lettering
+	ext     Extender    // nil: leases do not end on their own
+	term    Terminator  // nil: no native dead-lettering
+	obs     AckObserver // nil: no one to tell of deletes
 	dead    *deadLetterer
 	vis     time.Duration
 	backoff *Backoff // failed dead-letter sends: retry delay by receive count
@@ -125,6 +126,9 @@ func newSettler(c settlerConfig, workers int) *settler {
 	}
 	if t, ok := c.src.(Terminator); ok {
 		s.term = t
+	}
+	if o, ok := c.src.(AckObserver); ok {
+		s.obs = o
 	}
 	for range max(workers, 1) {
 		s.workers.Go(s.work)
@@ -431,6 +435,9 @@ func (s *settler) do(j job) {
 			s.met.possibleDupes.Add(float64(stale))
 			s.log.Error("deleting messages failed; they will be delivered again", "error", err, "messages", bad)
 		}
+		if s.obs != nil {
+			s.observeAcks(ctx, j.ds, err)
+		}
 		s.done(j.ds)
 	case opNak:
 		err := s.src.Nak(ctx, messagesOf(j.ds), j.delay)
@@ -448,6 +455,28 @@ func (s *settler) do(j job) {
 		s.extended(j, start, err)
 	case opTerm:
 		s.terminate(ctx, j.ds)
+	}
+}
+
+// observeAcks tells the AckObserver of the deliveries of an Ack call that
+// were deleted (err names those that were not), leaving out those sent to
+// the dead-letter target.
+func (s *settler) observeAcks(ctx context.Context, ds []*Delivery, err error) {
+	var se *SettleError
+	if err != nil && !errors.As(err, &se) {
+		return // nothing is known to be deleted
+	}
+	deleted := make([]*Message, 0, len(ds))
+	s.mu.Lock()
+	for _, d := range ds {
+		if d.deadLettered || se != nil && se.Failed[d.Message.ReceiptHandle] != nil {
+			continue
+		}
+		deleted = append(deleted, d.Message)
+	}
+	s.mu.Unlock()
+	if len(deleted) > 0 {
+		s.obs.Acked(ctx, deleted)
 	}
 }
 
@@ -524,6 +553,11 @@ func (s *settler) terminate(ctx context.Context, ds []*Delivery) {
 	case s.dead != nil:
 		sent, back, err := s.dead.send(ctx, ds)
 		s.met.deadLettered.Add(float64(len(sent)))
+		s.mu.Lock()
+		for _, d := range sent {
+			d.deadLettered = true
+		}
+		s.mu.Unlock()
 		s.regive(sent, verbAck)
 		if len(back) > 0 {
 			s.log.Error("sending to the dead-letter target failed; the messages are retried later instead",
