@@ -13,9 +13,11 @@ func TestS3PayloadKeysDecode(t *testing.T) {
 		check func(Pipe) bool
 	}{
 		{
-			name:  "unwrap s3pointer takes no s3 block: the source's region and the SDK's endpoint",
-			yaml:  sqs + "unwrap: s3pointer}",
-			check: func(p Pipe) bool { return p.Source.Unwrap == "s3pointer" && p.Source.S3 == nil && !p.Source.DeletePayloads },
+			name: "unwrap s3pointer takes no s3 block: the source's region and the SDK's endpoint",
+			yaml: sqs + "unwrap: s3pointer}",
+			check: func(p Pipe) bool {
+				return p.Source.Unwrap == "s3pointer" && p.Source.S3 == nil && !p.Source.DeletePayloads
+			},
 		},
 		{
 			name: "an s3 block with an endpoint defaults to path-style addressing",
