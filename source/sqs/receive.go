@@ -44,7 +44,7 @@ func (s *Source) Receive(ctx context.Context, limit int) ([]*pipe.Message, error
 	}
 	msgs := toMessages(out.Messages, q.arn, q.region)
 	if s.payloads != nil {
-		s.payloads.unwrap(ctx, msgs)
+		s.payloads.unwrap(ctx, msgs, q.receiveVisibility/2)
 	}
 	return msgs, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/pipesproject/pipes/internal/s3payload"
 	"github.com/pipesproject/pipes/pipe"
@@ -83,10 +84,17 @@ func newPayloads(cfg *Payloads, log *slog.Logger) *payloads {
 
 // unwrap takes the S3 forms out of msgs: pointers are fetched, at most
 // Concurrency at once across the source, all of one receive in parallel;
-// notifications are split. It returns once every fetch has returned; a
-// cancelled ctx fails the fetches not done (the messages are still
-// returned, failed, so that they are released and nothing is lost).
-func (p *payloads) unwrap(ctx context.Context, msgs []*pipe.Message) {
+// notifications are split. It returns once every fetch has returned, at
+// the latest after within (half the receive's visibility: the pipe's
+// heartbeat keeps a message hidden only once Receive returned it); a
+// fetch not done by then, or when ctx is done, fails its message (which
+// is still returned, so that it is settled and nothing is lost).
+func (p *payloads) unwrap(ctx context.Context, msgs []*pipe.Message, within time.Duration) {
+	if within > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
+	}
 	var wg sync.WaitGroup
 	for _, m := range msgs {
 		if p.cfg.Pointers {
