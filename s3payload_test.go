@@ -474,3 +474,30 @@ target: {type: func, func: objects}
 		}
 	})
 }
+
+// No server: building makes no call. A pipe whose region comes only from
+// its queue's URL or ARN builds its S3 client in that region, as its SQS
+// client (no AWS_REGION, no profile).
+func TestS3PayloadClientsTakeTheQueuesRegion(t *testing.T) {
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	tests := []struct{ name, yaml string }{
+		{"a source URL", `
+source: {type: sqs, queue_url: 'https://sqs.eu-west-1.amazonaws.com/123456789012/q', unwrap: auto}
+target: {type: stdout}`},
+		{"a source ARN", `
+source: {type: sqs, queue_arn: 'arn:aws:sqs:eu-west-1:123456789012:q', unwrap: s3pointer, delete_payloads: true}
+target: {type: stdout}`},
+		{"a target URL", `
+source: {type: memory}
+target: {type: sqs, queue_url: 'https://sqs.eu-west-1.amazonaws.com/123456789012/q', offload: {bucket: payloads}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			buildPipe(t, pipes.NewRegistry(), pipes.Env{}, "name: r"+tt.yaml+"\n")
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/internal/s3payload"
+	"github.com/pipesproject/pipes/internal/sqsname"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/sqs"
 	"github.com/pipesproject/pipes/target/sqstarget"
@@ -30,14 +31,19 @@ func sqsPayloads(ctx context.Context, s config.Pipe, env *Env) (*sqs.Payloads, e
 	if !p.Pointers {
 		return p, nil
 	}
-	c := config.S3{Region: src.Region}
+	var c config.S3
 	if src.S3 != nil {
 		c = *src.S3
-		if c.Region == "" {
-			c.Region = src.Region
-		}
 	}
-	store, err := s3Store(ctx, s, c, env, nil)
+	// The SQS source's rule: its region, else its ARN's, else the AWS
+	// config's, else its URL's.
+	if c.Region == "" {
+		c.Region = src.Region
+	}
+	if a, err := sqsname.ParseQueueARN(src.QueueARN); c.Region == "" && err == nil {
+		c.Region = a.Region
+	}
+	store, err := s3Store(ctx, s, c, sqsname.RegionOfURL(src.QueueURL), env, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +70,7 @@ func sqsOffload(ctx context.Context, s config.Pipe, t config.Target, env *Env, a
 	if c.Region == "" {
 		c.Region = t.Region
 	}
-	store, err := s3Store(ctx, s, c, env, awsCfg)
+	store, err := s3Store(ctx, s, c, sqsname.RegionOfURL(t.QueueURL), env, awsCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -72,11 +78,13 @@ func sqsOffload(ctx context.Context, s config.Pipe, t config.Target, env *Env, a
 }
 
 // s3Store builds the S3 client of a pipe's payloads, from awsCfg when it is
-// not nil, else the default chain. It does no network I/O.
-func s3Store(ctx context.Context, s config.Pipe, c config.S3, env *Env, awsCfg *aws.Config) (*s3payload.Store, error) {
+// not nil, else the default chain; guess is the region when neither c nor
+// the AWS config gives one. It does no network I/O.
+func s3Store(ctx context.Context, s config.Pipe, c config.S3, guess string, env *Env, awsCfg *aws.Config) (*s3payload.Store, error) {
 	m, name := env.Metrics, s.Name
 	return s3payload.NewStore(ctx, s3payload.Config{
 		Region:        c.Region,
+		RegionGuess:   guess,
 		Endpoint:      c.Endpoint,
 		PathStyle:     c.PathStyle,
 		MaxObjectSize: int64(c.MaxObjectSize),

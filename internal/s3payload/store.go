@@ -26,6 +26,9 @@ const DefaultMaxObjectSize = 64 << 20
 type Config struct {
 	// Region overrides the region of the AWS config.
 	Region string
+	// RegionGuess is the region used when neither Region nor the AWS
+	// config gives one (e.g. the region of the queue's URL).
+	RegionGuess string
 	// Endpoint overrides the S3 endpoint (an S3-compatible server such as
 	// fauxqs or MinIO). AWS_ENDPOINT_URL_S3 works too, through the SDK.
 	Endpoint string
@@ -67,7 +70,7 @@ func NewStore(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the AWS configuration for S3 payloads: %w", err)
 	}
-	region, ok := awsclient.Region(awsCfg, cfg.Region, "")
+	region, ok := awsclient.Region(awsCfg, cfg.Region, cfg.RegionGuess)
 	if !ok {
 		return nil, errors.New("configuring S3 payloads: no AWS region: set the region, AWS_REGION or a profile's region")
 	}
