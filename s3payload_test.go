@@ -501,3 +501,39 @@ target: {type: sqs, queue_url: 'https://sqs.eu-west-1.amazonaws.com/123456789012
 		})
 	}
 }
+
+// fauxqs only (S3). --max-inflight-bytes counts what was fetched, not the
+// pointer: while the target has the message, the budget holds at least the
+// object's bytes, and all is given back once it is deleted.
+func TestS3PointerFetchedSizeCountsInTheInflightByteBudget(t *testing.T) {
+	fakeAWSEnv(t)
+	endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
+	client := sqstest.ClientOf(t, sqstest.Fauxqs)
+	bucket := sqstest.CreateBucket(t, sqstest.S3Client(t))
+	queueURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})
+	body := payload("big", "two", 2_000_000)
+	sendPointer(t, client, queueURL, bucket, "two", body, len(body))
+
+	budget := pipe.NewBudget(64 << 20)
+	metrics := pipe.NewMetrics(nil)
+	var heldBudget int64
+	var heldGauge float64
+	reg := pipes.NewRegistry()
+	reg.MustRegisterFunc("watch", pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+		heldBudget = budget.Used()
+		heldGauge = testutil.ToFloat64(metrics.InFlightBytes.WithLabelValues("budget"))
+		return pipe.Result{}, nil
+	}))
+	built := buildPipe(t, reg, pipes.Env{Drain: true, Budget: budget, Metrics: metrics}, fmt.Sprintf(`
+name: budget
+source: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1, wait_time: 1s, unwrap: s3pointer, s3: {endpoint: %s}}
+target: {type: func, func: watch}
+`, queueURL, endpoint, endpoint))
+	runUntilDrained(t, 60*time.Second, built)
+	if heldBudget < int64(len(body)) || heldGauge < float64(len(body)) {
+		t.Errorf("while at the target the budget held %d bytes and pipes_inflight_bytes said %v, want at least the object's %d", heldBudget, heldGauge, len(body))
+	}
+	if used := budget.Used(); used != 0 {
+		t.Errorf("the budget holds %d bytes after the drain, want 0", used)
+	}
+}
