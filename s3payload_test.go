@@ -242,7 +242,9 @@ target: {type: http, url: %s}
 
 // fauxqs only (S3). A message the target refuses with a client error goes
 // to the pipe's dead-letter target (as its pointer) and is then deleted
-// from the source: its object stays, for the dead-lettered pointer.
+// from the source: its object stays, for the dead-lettered pointer. With
+// missing_object: dead_letter, a pointer to a missing object goes there
+// at once too, at stage unwrap, after one receive.
 func TestS3PointerSentToTheDeadLetterTargetKeepsItsObject(t *testing.T) {
 	fakeAWSEnv(t)
 	endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
@@ -253,12 +255,13 @@ func TestS3PointerSentToTheDeadLetterTargetKeepsItsObject(t *testing.T) {
 	dlqURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})
 	rejected := payload("big", "reject-1", 300_000)
 	sendPointer(t, client, queueURL, bucket, "rejected", rejected, len(rejected))
+	sendPointer(t, client, queueURL, bucket, "missing", nil, 300_000)
 
 	srv := newPayloadServer(t)
 	metrics := pipe.NewMetrics(nil)
 	built := buildPipe(t, pipes.NewRegistry(), pipes.Env{Drain: true, Metrics: metrics}, fmt.Sprintf(`
 name: dl
-source: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1, wait_time: 1s, unwrap: s3pointer, delete_payloads: true, s3: {endpoint: %s}}
+source: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1, wait_time: 1s, unwrap: s3pointer, delete_payloads: true, s3: {endpoint: %s, missing_object: dead_letter}}
 target: {type: http, url: %s}
 dead_letter: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1}
 `, queueURL, endpoint, endpoint, srv.URL, dlqURL, endpoint))
@@ -268,14 +271,20 @@ dead_letter: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1}
 		t.Fatalf("the rejected payload reached the target %d times, want 1", n)
 	}
 	dead := dlqMessages(t, client, dlqURL)
-	if len(dead) != 1 {
-		t.Fatalf("dead-letter queue holds %d messages, want 1", len(dead))
+	stages := map[string]string{}
+	for _, m := range dead {
+		ptr, ok := s3payload.ParsePointer(aws.ToString(m.Body))
+		if !ok {
+			t.Errorf("dead-lettered body %.100q, want the pointer", aws.ToString(m.Body))
+			continue
+		}
+		if _, ok := m.MessageAttributes[s3payload.AttrPayloadSize]; !ok {
+			t.Errorf("the dead-lettered pointer to %s lost ExtendedPayloadSize", ptr)
+		}
+		stages[ptr.Key] = aws.ToString(m.MessageAttributes[pipe.DLQStage].StringValue)
 	}
-	if ptr, ok := s3payload.ParsePointer(aws.ToString(dead[0].Body)); !ok || ptr.Key != "rejected" {
-		t.Errorf("dead-lettered body %.100q, want the pointer", aws.ToString(dead[0].Body))
-	}
-	if _, ok := dead[0].MessageAttributes[s3payload.AttrPayloadSize]; !ok {
-		t.Error("the dead-lettered pointer lost ExtendedPayloadSize")
+	if want := map[string]string{"rejected": "target", "missing": "unwrap"}; fmt.Sprint(stages) != fmt.Sprint(want) {
+		t.Errorf("dead-lettered (key: stage) %v, want %v", stages, want)
 	}
 	if body, ok := sqstest.GetObject(t, s3c, bucket, "rejected"); !ok || !bytes.Equal(body, rejected) {
 		t.Errorf("the dead-lettered message's object is gone (ok=%v): its pointer now points at nothing", ok)

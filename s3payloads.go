@@ -48,6 +48,7 @@ func sqsPayloads(ctx context.Context, s config.Pipe, env *Env) (*sqs.Payloads, e
 		return nil, err
 	}
 	p.Store, p.Concurrency = store, c.Concurrency
+	p.MissingIsPermanent = c.MissingObject == "dead_letter"
 	deleted := env.Metrics.PayloadDeletes
 	ok, failed := deleted.WithLabelValues(s.Name, "ok"), deleted.WithLabelValues(s.Name, "failed")
 	p.OnDelete = func(bad bool) {

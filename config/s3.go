@@ -25,7 +25,12 @@ type S3 struct {
 	// Concurrency is how many objects a source fetches (and, apart,
 	// deletes) at once (default 16, 1..256). Key `concurrency`.
 	Concurrency int
-	Pos         Pos
+	// MissingObject is what a pointer to a missing object or bucket does:
+	// "retry" (default: it fails like any message, back to the queue until
+	// the redrive policy moves it) or "dead_letter" (a client error: to the
+	// pipe's dead_letter target at once). Key `missing_object`.
+	MissingObject string
+	Pos           Pos
 }
 
 // Offload is an sqs target's `offload:` block: payloads at or above
@@ -73,10 +78,11 @@ func (b *block) s3Connection() S3 {
 // kinds that need them.
 func (d *decoder) sourcePayloads(b *block, s *Source) {
 	s.DeletePayloads = b.boolean("delete_payloads", false)
-	if sb := b.sub("s3", []string{"region", "endpoint", "path_style", "max_object_size", "concurrency"}); sb != nil {
+	if sb := b.sub("s3", []string{"region", "endpoint", "path_style", "max_object_size", "concurrency", "missing_object"}); sb != nil {
 		c := sb.s3Connection()
 		c.MaxObjectSize = sb.integer("max_object_size", defaultMaxObjectSize, 1, maxMaxObjectSize)
 		c.Concurrency = sb.integer("concurrency", defaultS3Concurrency, 1, 256)
+		c.MissingObject = sb.enum("missing_object", "retry", "retry", "dead_letter")
 		s.S3 = &c
 	}
 	if s.Type != "sqs" && s.Type != "" {

@@ -25,15 +25,15 @@ func TestS3PayloadKeysDecode(t *testing.T) {
 			check: func(p Pipe) bool {
 				s := p.Source.S3
 				return p.Source.DeletePayloads && s != nil && s.PathStyle && s.Region == "eu-west-1" &&
-					s.Endpoint == "http://127.0.0.1:4566" && s.MaxObjectSize == 64<<20 && s.Concurrency == 16
+					s.Endpoint == "http://127.0.0.1:4566" && s.MaxObjectSize == 64<<20 && s.Concurrency == 16 && s.MissingObject == "retry"
 			},
 		},
 		{
 			name: "path_style can be turned off and the limits set",
-			yaml: sqs + "unwrap: auto, s3: {endpoint: 'http://h:1', path_style: false, max_object_size: 1024, concurrency: 2}}",
+			yaml: sqs + "unwrap: auto, s3: {endpoint: 'http://h:1', path_style: false, max_object_size: 1024, concurrency: 2, missing_object: dead_letter}}",
 			check: func(p Pipe) bool {
 				s := p.Source.S3
-				return !s.PathStyle && s.MaxObjectSize == 1024 && s.Concurrency == 2
+				return !s.PathStyle && s.MaxObjectSize == 1024 && s.Concurrency == 2 && s.MissingObject == "dead_letter"
 			},
 		},
 		{
@@ -97,6 +97,8 @@ func TestS3PayloadKeysAreChecked(t *testing.T) {
 			"source.s3.endpoint"},
 		{"max_object_size above 2 GiB", "source: {type: sqs, queue_name: q, unwrap: s3pointer, s3: {max_object_size: 3000000000}}",
 			"source.s3.max_object_size: must be between 1 and 2147483648"},
+		{"an unknown missing_object", "source: {type: sqs, queue_name: q, unwrap: s3pointer, s3: {missing_object: drop}}",
+			"source.s3.missing_object: must be one of retry, dead_letter"},
 		{"an unknown unwrap", "source: {type: sqs, queue_name: q, unwrap: s3}",
 			"source.unwrap: must be one of none, sns, eventbridge, s3pointer, s3event, auto"},
 		{"offload needs a bucket", "target: {type: sqs, queue_url: 'http://h/1/q', offload: {threshold: 10}}",

@@ -3,6 +3,7 @@ package sqs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -34,6 +35,10 @@ type Payloads struct {
 	Events bool
 	// Store reaches S3; required with Pointers.
 	Store *s3payload.Store
+	// MissingIsPermanent makes a missing object or bucket a client error
+	// (pipe.Permanent): the message goes to the pipe's dead-letter target
+	// at once instead of being retried until the redrive policy moves it.
+	MissingIsPermanent bool
 	// Delete deletes a pointer's object once its message was deleted
 	// from the queue (pipe.AckObserver): never before, never for a
 	// message that failed, was released or was dead-lettered.
@@ -125,6 +130,9 @@ func (p *payloads) fetch(ctx context.Context, m *pipe.Message, ptr s3payload.Poi
 	defer func() { <-p.fetches }()
 	body, err := p.cfg.Store.Get(ctx, ptr)
 	if err != nil {
+		if p.cfg.MissingIsPermanent && errors.Is(err, s3payload.ErrNotFound) {
+			err = pipe.Permanent(err)
+		}
 		m.UnwrapErr = fmt.Errorf("unwrapping the S3 pointer of message %s: %w", m.MessageID, err)
 		return
 	}
