@@ -41,7 +41,7 @@ type Offload struct {
 	Bucket string
 	// Threshold is the size in bytes (body and message attributes) from
 	// which a payload is offloaded: default 262144, the Extended Client's;
-	// 0..1048576 (0 offloads every payload). Key `threshold`.
+	// 1..1048576 (SQS's largest message). Key `threshold`.
 	Threshold int
 	// KeyPrefix is put before each object's key (a random UUID). Key
 	// `key_prefix`.
@@ -113,7 +113,7 @@ func (d *decoder) targetOffload(b *block, t *Target) {
 	}
 	o := &Offload{Pos: ob.pos, S3: ob.s3Connection()}
 	o.Bucket = ob.str("bucket")
-	o.Threshold = ob.integer("threshold", defaultOffloadThreshold, 0, maxOffloadThreshold)
+	o.Threshold = ob.integer("threshold", defaultOffloadThreshold, 1, maxOffloadThreshold)
 	o.KeyPrefix = ob.str("key_prefix")
 	switch {
 	case !ob.has("bucket"):

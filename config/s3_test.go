@@ -51,10 +51,10 @@ func TestS3PayloadKeysDecode(t *testing.T) {
 		},
 		{
 			name: "offload keys",
-			yaml: "target: {type: sqs, queue_url: 'http://h/1/q', offload: {bucket: b-1.x, threshold: 0, key_prefix: 'pipes/', endpoint: 'http://h:2', region: us-west-2}}",
+			yaml: "target: {type: sqs, queue_url: 'http://h/1/q', offload: {bucket: b-1.x, threshold: 1, key_prefix: 'pipes/', endpoint: 'http://h:2', region: us-west-2}}",
 			check: func(p Pipe) bool {
 				o := p.Target.Offload
-				return o.Threshold == 0 && o.KeyPrefix == "pipes/" && o.S3.Endpoint == "http://h:2" && o.S3.PathStyle && o.S3.Region == "us-west-2"
+				return o.Threshold == 1 && o.KeyPrefix == "pipes/" && o.S3.Endpoint == "http://h:2" && o.S3.PathStyle && o.S3.Region == "us-west-2"
 			},
 		},
 		{
@@ -106,7 +106,7 @@ func TestS3PayloadKeysAreChecked(t *testing.T) {
 		{"a bucket name S3 refuses", "target: {type: sqs, queue_url: 'http://h/1/q', offload: {bucket: Big_Payloads}}",
 			"target.offload.bucket: must be an S3 bucket name"},
 		{"a threshold above SQS's 1 MiB", "target: {type: sqs, queue_url: 'http://h/1/q', offload: {bucket: b12, threshold: 2000000}}",
-			"target.offload.threshold: must be between 0 and 1048576"},
+			"target.offload.threshold: must be between 1 and 1048576"},
 		{"offload is for sqs targets", "target: {type: sns, topic_arn: 'arn:aws:sns:us-east-1:123456789012:t', offload: {bucket: b12}}",
 			"target.offload: only for sqs targets"},
 		{"a key prefix too long", "target: {type: sqs, queue_url: 'http://h/1/q', offload: {bucket: b12, key_prefix: " + strings.Repeat("k", 989) + "}}",

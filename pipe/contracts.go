@@ -81,8 +81,9 @@ type AttemptCounter interface {
 // The settler calls Acked after each Ack call with the messages whose
 // delete succeeded; never with one whose delete failed, nor with one sent
 // to the pipe's dead-letter target (its copy there still points at the
-// payload). The messages are settled already: Acked cannot fail them, and
-// it should return within ctx's deadline.
+// payload). The messages are settled already: Acked cannot fail them. It
+// blocks a settler worker: it should return within ctx's deadline, and it
+// must be safe for concurrent use (several workers ack at once).
 type AckObserver interface {
 	Acked(ctx context.Context, msgs []*Message)
 }

@@ -19,7 +19,10 @@ const (
 // Event is a parsed S3 event notification: its entries, each as the JSON
 // S3 sent, in order.
 type Event struct {
-	Kind    EventKind
+	// Kind says whether the body was a notification at all.
+	Kind EventKind
+	// Entries are the Records of a notification (Kind Records), each
+	// entry's JSON as S3 sent it; none otherwise.
 	Entries []json.RawMessage
 }
 

@@ -46,30 +46,6 @@ func TestPointerBodyIsTheJavaClientsAndParsesBack(t *testing.T) {
 	}
 }
 
-func TestSizeAttributePrefersTheCurrentName(t *testing.T) {
-	tests := []struct {
-		name  string
-		attrs map[string]string
-		want  int64
-		ok    bool
-	}{
-		{"current", map[string]string{AttrPayloadSize: "1048576"}, 1048576, true},
-		{"legacy", map[string]string{AttrLegacyPayloadSize: "300000"}, 300000, true},
-		{"both", map[string]string{AttrPayloadSize: "1", AttrLegacyPayloadSize: "2"}, 1, true},
-		{"none", map[string]string{}, 0, false},
-		{"not a number", map[string]string{AttrPayloadSize: "big"}, 0, false},
-		{"negative", map[string]string{AttrPayloadSize: "-1"}, -1, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			n, ok := SizeAttribute(func(k string) (string, bool) { v, ok := tt.attrs[k]; return v, ok })
-			if ok != tt.ok || ok && n != tt.want {
-				t.Fatalf("SizeAttribute = %d, %v; want %d, %v", n, ok, tt.want, tt.ok)
-			}
-		})
-	}
-}
-
 // notification is an S3 event notification as S3 sends it to SQS (the
 // shape of the S3 user guide's "Event message structure", version 2.1).
 func notification(keys ...string) string {

@@ -9,7 +9,6 @@ package s3payload
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 )
 
 // PointerClass is the first element of an Extended Client pointer body:
@@ -17,7 +16,9 @@ import (
 const PointerClass = "software.amazon.payloadoffloading.PayloadS3Pointer"
 
 // Message attributes the Extended Client sets on a message whose body is
-// a pointer: the payload's size in bytes, as a Number.
+// a pointer: the payload's size in bytes, as a Number. pipes sets the
+// current one when it offloads; it takes a pointer body for a pointer with
+// either, or neither.
 const (
 	// AttrPayloadSize is what current clients set.
 	AttrPayloadSize = "ExtendedPayloadSize"
@@ -77,17 +78,4 @@ func ParsePointer(body string) (Pointer, bool) {
 		return Pointer{}, false
 	}
 	return p, true
-}
-
-// SizeAttribute returns the payload size a pointer message announces (its
-// ExtendedPayloadSize, else its SQSLargePayloadSize attribute), and false
-// when it has neither or the value is not a non-negative integer.
-func SizeAttribute(attr func(name string) (string, bool)) (int64, bool) {
-	for _, name := range []string{AttrPayloadSize, AttrLegacyPayloadSize} {
-		if v, ok := attr(name); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			return n, err == nil && n >= 0
-		}
-	}
-	return 0, false
 }

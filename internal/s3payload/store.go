@@ -54,8 +54,9 @@ type objectAPI interface {
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }
 
-// Store gets, puts and deletes payload objects. It is safe for concurrent
-// use.
+// Store gets, puts and deletes payload objects. Each method blocks for
+// one S3 call (SDK retries included), bounded by ctx. It is safe for
+// concurrent use.
 type Store struct {
 	api     objectAPI
 	maxSize int64

@@ -163,9 +163,12 @@ func splitEvent(m *pipe.Message) {
 }
 
 // Acked deletes the payload objects of deleted messages whose pointer the
-// source unwrapped, when Payloads.Delete is set (pipe.AckObserver). A
-// failed delete is logged and counted; it fails nothing: the message is
-// gone already, the object is left behind.
+// source unwrapped, when Payloads.Delete is set (pipe.AckObserver; the
+// settler calls it after a successful DeleteMessageBatch entry of each
+// message). It blocks until every delete returned, at most Concurrency at
+// once, and is safe for concurrent use. A failed delete is logged and
+// counted (OnDelete); it fails nothing: the message is gone already, the
+// object is left behind.
 func (s *Source) Acked(ctx context.Context, msgs []*pipe.Message) {
 	p := s.payloads
 	if p == nil || !p.cfg.Delete {
