@@ -1,6 +1,9 @@
 package s3payload
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // EventKind says what an S3 event notification body is.
 type EventKind int
@@ -54,6 +57,10 @@ type entryShape struct {
 // DynamoDB record), is NotAnEvent.
 func ParseEvent(body string) Event {
 	if len(body) < 2 || body[0] != '{' {
+		return Event{}
+	}
+	// Most bodies are neither: do not decode them.
+	if !strings.Contains(body, `"Records"`) && !strings.Contains(body, `"s3:TestEvent"`) {
 		return Event{}
 	}
 	var ev eventShape
