@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -102,28 +103,30 @@ var ErrAccessDenied = errors.New("access to the S3 object is denied")
 // Store's MaxObjectSize.
 var ErrTooLarge = errors.New("the S3 object is larger than the payload limit")
 
-// Get reads the object p names. A missing object or bucket is reported as
-// ErrNotFound, a refused call as ErrAccessDenied, an object above the limit
-// as ErrTooLarge, each wrapped with the object's name.
-func (s *Store) Get(ctx context.Context, p Pointer) ([]byte, error) {
+// Get reads the object p names, into a string of its own (a message body:
+// read once, never copied again). A missing object or bucket is reported
+// as ErrNotFound, a refused call as ErrAccessDenied, an object above the
+// limit as ErrTooLarge, each wrapped with the object's name.
+func (s *Store) Get(ctx context.Context, p Pointer) (string, error) {
 	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(p.Bucket), Key: aws.String(p.Key)})
 	if err != nil {
-		return nil, fmt.Errorf("getting the payload %s: %w", p, classify(err))
+		return "", fmt.Errorf("getting the payload %s: %w", p, classify(err))
 	}
 	defer out.Body.Close()
 	size := aws.ToInt64(out.ContentLength)
 	if size > s.maxSize {
-		return nil, fmt.Errorf("getting the payload %s: %w (%d bytes, limit %d)", p, ErrTooLarge, size, s.maxSize)
+		return "", fmt.Errorf("getting the payload %s: %w (%d bytes, limit %d)", p, ErrTooLarge, size, s.maxSize)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, max(size, 0)))
-	n, err := io.Copy(buf, io.LimitReader(out.Body, s.maxSize+1))
+	var b strings.Builder
+	b.Grow(int(max(size, 0)))
+	n, err := io.Copy(&b, io.LimitReader(out.Body, s.maxSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading the payload %s: %w", p, err)
+		return "", fmt.Errorf("reading the payload %s: %w", p, err)
 	}
 	if n > s.maxSize {
-		return nil, fmt.Errorf("getting the payload %s: %w (more than %d bytes)", p, ErrTooLarge, s.maxSize)
+		return "", fmt.Errorf("getting the payload %s: %w (more than %d bytes)", p, ErrTooLarge, s.maxSize)
 	}
-	return buf.Bytes(), nil
+	return b.String(), nil
 }
 
 // Put stores body as the object p names.

@@ -37,7 +37,7 @@ func TestStoreOnFauxqs(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, p)
-	if err != nil || !bytes.Equal(got, body) {
+	if err != nil || got != string(body) {
 		t.Fatalf("Get = %d bytes, %v; want the %d bytes put", len(got), err, len(body))
 	}
 	if err := s.Delete(ctx, p); err != nil {

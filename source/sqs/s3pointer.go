@@ -137,7 +137,7 @@ func (p *payloads) fetch(ctx context.Context, m *pipe.Message, ptr s3payload.Poi
 		return
 	}
 	m.Envelope = json.RawMessage(m.Body)
-	m.Body = string(body)
+	m.Body = body
 }
 
 // splitEvent makes m's records when its body is an S3 event notification.
