@@ -435,10 +435,10 @@ func (s *settler) do(j job) {
 			s.met.possibleDupes.Add(float64(stale))
 			s.log.Error("deleting messages failed; they will be delivered again", "error", err, "messages", bad)
 		}
-		if s.obs != nil {
+		s.done(j.ds)
+		if s.obs != nil { // settled first: no heartbeat touches a deleted receipt meanwhile
 			s.observeAcks(ctx, j.ds, err)
 		}
-		s.done(j.ds)
 	case opNak:
 		err := s.src.Nak(ctx, messagesOf(j.ds), j.delay)
 		s.met.released.Add(float64(len(j.ds)))
