@@ -546,3 +546,48 @@ target: {type: func, func: watch}
 		t.Errorf("the budget holds %d bytes after the drain, want 0", used)
 	}
 }
+
+// fauxqs only (S3). A payload of 10 MB, far above what SQS takes (1 MiB),
+// made by a jq enrichment from a small message, goes through the sqs
+// target's offload and comes back whole through a pointer source.
+func TestATenMegabytePayloadGoesThroughOffloadAndBack(t *testing.T) {
+	fakeAWSEnv(t)
+	endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
+	client := sqstest.ClientOf(t, sqstest.Fauxqs)
+	s3c := sqstest.S3Client(t)
+	bucket := sqstest.CreateBucket(t, s3c)
+	midURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})
+	preload := writeFile(t, "small.jsonl", `{"body": {"id": "ten"}}`+"\n")
+
+	a := buildPipe(t, pipes.NewRegistry(), pipes.Env{Drain: true}, fmt.Sprintf(`
+name: grow
+source: {type: memory, preload: %s, wait_time: 1s}
+enrichment: {type: jq, jq: '{kind: "big", id: .body.id, pad: ("x" * 10000000)}'}
+target: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1, offload: {bucket: %s, endpoint: %s}}
+`, preload, midURL, endpoint, bucket, endpoint))
+	runUntilDrained(t, 60*time.Second, a)
+	if keys := sqstest.Keys(t, s3c, bucket); len(keys) != 1 {
+		t.Fatalf("objects %v, want the one offloaded payload", keys)
+	}
+
+	srv := newPayloadServer(t)
+	b := buildPipe(t, pipes.NewRegistry(), pipes.Env{Drain: true}, fmt.Sprintf(`
+name: back
+source: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1, wait_time: 1s, unwrap: s3pointer, delete_payloads: true, s3: {endpoint: %s}}
+target: {type: http, url: %s}
+`, midURL, endpoint, endpoint, srv.URL))
+	runUntilDrained(t, 60*time.Second, b)
+	recs := srv.records("ten")
+	if len(recs) != 1 {
+		t.Fatalf("the payload reached the target %d times, want 1", len(recs))
+	}
+	var got struct {
+		Kind, ID, Pad string
+	}
+	if err := json.Unmarshal([]byte(recs[0].Body), &got); err != nil || got.Kind != "big" || len(got.Pad) != 10_000_000 || strings.Trim(got.Pad, "x") != "" {
+		t.Fatalf("the target got kind %q and %d bytes of pad (%v), want big and 10000000", got.Kind, len(got.Pad), err)
+	}
+	if keys := sqstest.Keys(t, s3c, bucket); len(keys) != 0 {
+		t.Errorf("objects %v left after the message was deleted", keys)
+	}
+}
