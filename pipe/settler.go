@@ -37,9 +37,8 @@ const (
 // undo a settle.
 type settler struct {
 	src     Source
-	ext     Extender    // nil: leases do not end on their own
-	term    Terminator  // nil: no native dead-lettering
-	obs     AckObserver // nil: no one to tell of deletes
+	ext     Extender   // nil: leases do not end on their own
+	term    Terminator // nil: no native dead-lettering
 	dead    *deadLetterer
 	vis     time.Duration
 	backoff *Backoff // failed dead-letter sends: retry delay by receive count
@@ -47,6 +46,8 @@ type settler struct {
 	met     *pipeMetrics
 	budget  *Budget
 	onErr   func(error)
+
+	obs AckObserver // nil: no one to tell of deletes
 
 	mu      sync.Mutex
 	cond    *sync.Cond
