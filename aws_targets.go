@@ -55,7 +55,12 @@ func buildAWSTarget(ctx context.Context, s config.Pipe, t config.Target, env *En
 	vars := templateVars(s)
 	switch t.Type {
 	case "sqs":
+		offload, err := sqsOffload(ctx, s, t, env, awsCfg)
+		if err != nil {
+			return nil, err
+		}
 		return sqstarget.New(ctx, sqstarget.Config{
+			Offload:                offload,
 			QueueURL:               t.QueueURL,
 			MessageGroupID:         t.MessageGroupID,
 			MessageDeduplicationID: t.MessageDeduplicationID,

@@ -343,7 +343,12 @@ func unwrapKind(v string) string {
 
 func newSQSSource(ctx context.Context, s config.Pipe, env *Env) (pipe.Source, error) {
 	m, name := env.Metrics, s.Name
+	payloads, err := sqsPayloads(ctx, s, env)
+	if err != nil {
+		return nil, err
+	}
 	return sqs.New(ctx, sqs.Config{
+		Payloads:          payloads,
 		QueueURL:          s.Source.QueueURL,
 		QueueARN:          s.Source.QueueARN,
 		QueueName:         s.Source.QueueName,

@@ -125,6 +125,7 @@ func (d *decoder) pipe(n *yaml.Node, path, dir string) (parsed, bool) {
 		"type", "queue_url", "queue_arn", "queue_name", "region", "endpoint",
 		"batch_size", "batch_window", "max_concurrency", "visibility_timeout", "wait_time",
 		"initial_concurrency", "scale_up_per_minute", "rate_limit", "unwrap", "retry_backoff",
+		"delete_payloads", "s3",
 		"fifo", "preload", "redrive_policy",
 		"url", "queue", "prefetch", "max_receive_count", "management_url", "dead_letter_exchange", "delivery_limit",
 	}); sb != nil {
@@ -188,7 +189,8 @@ func (d *decoder) source(b *block, pipeName string) Source {
 	s.InitialConcurrency = b.integer("initial_concurrency", min(5, s.MaxConcurrency), 1, s.MaxConcurrency)
 	s.ScaleUpPerMinute = b.integer("scale_up_per_minute", 300, 1, 100000)
 	s.RateLimit = b.number("rate_limit", 0, 0, 1e6)
-	s.Unwrap = b.enum("unwrap", "none", "none", "sns", "eventbridge", "auto")
+	s.Unwrap = b.enum("unwrap", "none", "none", "sns", "eventbridge", "s3pointer", "s3event", "auto")
+	d.sourcePayloads(b, &s)
 	if rb := b.sub("retry_backoff", []string{"base", "factor", "max", "jitter"}); rb != nil {
 		s.RetryBackoff = d.backoff(rb)
 		if s.Type == "rabbitmq" && rb.has("base") && s.RetryBackoff.Base == 0 {
@@ -429,7 +431,7 @@ var targetKeys = []string{
 	"insecure_skip_verify", "input_template", "func", "fail_on",
 	"region", "endpoint", "queue_url", "message_group_id", "message_deduplication_id",
 	"topic_arn", "event_bus_name", "source", "detail_type", "function_name", "invocation_type", "retry",
-	"exchange", "routing_key", "persistent", "mandatory",
+	"exchange", "routing_key", "persistent", "mandatory", "offload",
 }
 
 // awsTargetKeys are the keys only AWS targets take, by type.
@@ -536,6 +538,7 @@ func (d *decoder) target(b *block) Target {
 		require("url", "a rabbitmq")
 		b.checkAMQPURL("url", t.URL)
 	}
+	d.targetOffload(b, &t)
 	t.Exchange = b.str("exchange")
 	t.RoutingKey = b.str("routing_key")
 	persistent, mandatory := b.boolean("persistent", true), b.boolean("mandatory", true)

@@ -74,8 +74,16 @@ type Source struct {
 	// Key `scale_up_per_minute`.
 	ScaleUpPerMinute int
 	// Unwrap takes message bodies out of an envelope before filtering:
-	// "none" (default), "sns", "eventbridge" or "auto". Key `unwrap`.
+	// "none" (default), "sns", "eventbridge", "s3pointer" (an SQS Extended
+	// Client pointer, replaced by its S3 object), "s3event" (an S3 event
+	// notification, one record per entry) or "auto" (any of them; the S3
+	// forms on sqs sources only). Key `unwrap`.
 	Unwrap string
+	// DeletePayloads deletes the S3 object of an unwrapped pointer once
+	// its message was deleted from the queue. Key `delete_payloads`.
+	DeletePayloads bool
+	// S3, when set, says how an sqs source reaches S3 payloads. Key `s3`.
+	S3 *S3
 	// RateLimit caps the messages received per second (0: no cap): a token
 	// bucket gates the receives, so messages beyond it stay in the queue
 	// and burn no receive count. Key `rate_limit`.
@@ -256,6 +264,10 @@ type Target struct {
 	RoutingKey string
 	Persistent bool
 	Mandatory  bool
+
+	// Offload, when set, sends large payloads of an sqs target through S3
+	// the SQS Extended Client's way. Key `offload`.
+	Offload *Offload
 
 	// Retry, when set, retries failed deliveries inside the runner.
 	Retry *Retry

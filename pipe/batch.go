@@ -74,25 +74,46 @@ func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool) {
 func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) error {
 	byID := make(map[string][]int, len(batch))
 	events := make([]*Event, 0, len(batch))
+	split := false
 	for i, d := range batch {
-		ev, err := NewEvent(d.Message)
-		if err != nil {
-			v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
+		m := d.Message
+		if m.UnwrapErr != nil {
+			v[i] = verdict{outcome: FailedRetry, stage: "unwrap", err: m.UnwrapErr}
 			continue
 		}
-		byID[ev.ID()] = append(byID[ev.ID()], i)
-		if p.opt.Filter != nil {
-			ok, err := p.opt.Filter.Match(ctx, ev)
+		if m.Split == nil {
+			ev, err := NewEvent(m)
 			if err != nil {
-				v[i] = verdict{outcome: FailedRetry, stage: "filter", err: err}
+				v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
 				continue
 			}
-			if !ok {
-				v[i] = verdict{outcome: Filtered}
-				continue
+			byID[ev.ID()] = append(byID[ev.ID()], i)
+			if p.opt.Filter != nil {
+				ok, err := p.opt.Filter.Match(ctx, ev)
+				if err != nil {
+					v[i] = verdict{outcome: FailedRetry, stage: "filter", err: err}
+					continue
+				}
+				if !ok {
+					v[i] = verdict{outcome: Filtered}
+					continue
+				}
+			}
+			events = append(events, ev)
+			continue
+		}
+		split = true
+		byID[m.MessageID] = append(byID[m.MessageID], i)
+		v[i] = p.splitEvents(ctx, m, &events)
+	}
+	if split { // a failed record fails its message: drop its other records
+		kept := events[:0]
+		for _, ev := range events {
+			if v[byID[ev.ID()][0]].outcome == 0 {
+				kept = append(kept, ev)
 			}
 		}
-		events = append(events, ev)
+		events = kept
 	}
 	// fail decides every undecided item of a message.
 	fail := func(id, stage string, err error, outcome Outcome) {
@@ -189,6 +210,35 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 		fail(ev.ID(), "", nil, Succeeded)
 	}
 	return nil
+}
+
+// splitEvents adds the events of a message that stands for several
+// records (Message.Split) that pass the filter, and returns the message's
+// verdict so far: none while any record goes on, Filtered when none does,
+// a failure when one could not be encoded or filtered.
+func (p *Pipe) splitEvents(ctx context.Context, m *Message, events *[]*Event) verdict {
+	passed := 0
+	for _, r := range m.Split {
+		ev, err := NewEvent(r)
+		if err != nil {
+			return verdict{outcome: FailedRetry, stage: "runtime", err: err}
+		}
+		if p.opt.Filter != nil {
+			ok, err := p.opt.Filter.Match(ctx, ev)
+			if err != nil {
+				return verdict{outcome: FailedRetry, stage: "filter", err: err}
+			}
+			if !ok {
+				continue
+			}
+		}
+		*events = append(*events, ev)
+		passed++
+	}
+	if passed == 0 {
+		return verdict{outcome: Filtered}
+	}
+	return verdict{}
 }
 
 // applyFIFO fails, in each message group, every message after the group's

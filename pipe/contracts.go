@@ -76,6 +76,18 @@ type AttemptCounter interface {
 	Attempts(m *Message) int
 }
 
+// AckObserver is a Source that acts once messages are deleted for good:
+// the SQS source deletes their offloaded S3 payloads (`delete_payloads`).
+// The settler calls Acked after each Ack call with the messages whose
+// delete succeeded; never with one whose delete failed, nor with one sent
+// to the pipe's dead-letter target (its copy there still points at the
+// payload). The messages are settled already: Acked cannot fail them. It
+// blocks a settler worker: it should return within ctx's deadline, and it
+// must be safe for concurrent use (several workers ack at once).
+type AckObserver interface {
+	Acked(ctx context.Context, msgs []*Message)
+}
+
 // Opener is a Source that must be opened before its first Receive, e.g. to
 // resolve its queue and read its attributes. Open is called once.
 type Opener interface {

@@ -71,6 +71,9 @@ type Delivery struct {
 	stale     bool // the source refused its receipt handle: never extended again
 	capped    bool // reached the 12 h lease cap (logged once)
 	attempts  int
+	// deadLettered: sent to the pipe's dead-letter target, then acked; an
+	// AckObserver is not told of its ack.
+	deadLettered bool
 }
 
 // Ack settles the delivery as done: the source removes the message.

@@ -43,8 +43,9 @@ type Message struct {
 	// AWSRegion is the queue's region.
 	AWSRegion string `json:"awsRegion"`
 	// Envelope is the original body when the pipe unwrapped an SNS or
-	// EventBridge envelope (source `unwrap:`); Body is then what the
-	// envelope carried. Absent otherwise.
+	// EventBridge envelope, an SQS Extended Client pointer (the S3 object
+	// the pointer named is then Body) or an S3 event notification (source
+	// `unwrap:`); Body is then what the envelope carried. Absent otherwise.
 	Envelope json.RawMessage `json:"envelope,omitempty"`
 
 	// Record, when set, gives the message's record another shape than
@@ -52,6 +53,21 @@ type Message struct {
 	// and the SQS fields above only carry what the runtime needs
 	// (MessageID, ReceiptHandle, Body, Attributes' receive count).
 	Record *Record `json:"-"`
+
+	// UnwrapErr, when set by the source, says why it could not unwrap the
+	// message (an offloaded payload it could not fetch from S3): the
+	// message fails at stage "unwrap", alone, before the filter, and takes
+	// the failed path (retry, redrive, dead letter) like any failure.
+	UnwrapErr error `json:"-"`
+	// Split, when not nil, are the records the message stands for (an S3
+	// event notification's entries, 1 → N): each is an event of its own,
+	// and the message succeeds only when every one of them does (a failure
+	// of any fails it whole; it is filtered only when all are). An empty,
+	// non-nil Split (S3's test event) is done without reaching the target,
+	// like a filtered message. Each record keeps the message's MessageID
+	// and ReceiptHandle; the source makes them, the runtime settles only
+	// the message.
+	Split []*Message `json:"-"`
 
 	once    sync.Once
 	encoded []byte

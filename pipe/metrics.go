@@ -35,6 +35,9 @@ type Metrics struct {
 	ExecutionPartial *prometheus.CounterVec
 	DoubleSettles    *prometheus.CounterVec
 	CircuitOpen      *prometheus.GaugeVec
+	// PayloadDeletes counts the S3 payload objects deleted after their
+	// message (`delete_payloads`), by result: ok or failed.
+	PayloadDeletes *prometheus.CounterVec
 
 	// calls are the APICalls counters CountCall resolved, by pipe and
 	// operation: a map replaced whole (under callsMu) when one is added,
@@ -87,7 +90,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.01, 4, 12),
 		}, pipeLabel),
 	}
+	m.PayloadDeletes = counter("payload_deletes_total", "S3 payload objects deleted after their message was (delete_payloads), by result: ok, or failed (the object is left behind).", "result")
 	if reg != nil {
+		reg.MustRegister(m.PayloadDeletes)
 		reg.MustRegister(m.Received, m.Filtered, m.Delivered, m.Failed, m.Deleted, m.DeleteFailures,
 			m.Released, m.DeadLettered, m.TargetRetries, m.EmptyReceives, m.Extended, m.Batches, m.Concurrency, m.InFlight, m.InFlightBytes,
 			m.APICalls, m.TargetDuration, m.MessageAge, m.PossibleDupes, m.ExecutionFailed, m.ExecutionPartial,

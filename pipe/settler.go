@@ -47,6 +47,8 @@ type settler struct {
 	budget  *Budget
 	onErr   func(error)
 
+	obs AckObserver // nil: no one to tell of deletes
+
 	mu      sync.Mutex
 	cond    *sync.Cond
 	open    map[*Delivery]struct{} // received, not settled
@@ -125,6 +127,9 @@ func newSettler(c settlerConfig, workers int) *settler {
 	}
 	if t, ok := c.src.(Terminator); ok {
 		s.term = t
+	}
+	if o, ok := c.src.(AckObserver); ok {
+		s.obs = o
 	}
 	for range max(workers, 1) {
 		s.workers.Go(s.work)
@@ -432,6 +437,9 @@ func (s *settler) do(j job) {
 			s.log.Error("deleting messages failed; they will be delivered again", "error", err, "messages", bad)
 		}
 		s.done(j.ds)
+		if s.obs != nil { // settled first: no heartbeat touches a deleted receipt meanwhile
+			s.observeAcks(ctx, j.ds, err)
+		}
 	case opNak:
 		err := s.src.Nak(ctx, messagesOf(j.ds), j.delay)
 		s.met.released.Add(float64(len(j.ds)))
@@ -448,6 +456,28 @@ func (s *settler) do(j job) {
 		s.extended(j, start, err)
 	case opTerm:
 		s.terminate(ctx, j.ds)
+	}
+}
+
+// observeAcks tells the AckObserver of the deliveries of an Ack call that
+// were deleted (err names those that were not), leaving out those sent to
+// the dead-letter target.
+func (s *settler) observeAcks(ctx context.Context, ds []*Delivery, err error) {
+	var se *SettleError
+	if err != nil && !errors.As(err, &se) {
+		return // nothing is known to be deleted
+	}
+	deleted := make([]*Message, 0, len(ds))
+	s.mu.Lock()
+	for _, d := range ds {
+		if d.deadLettered || se != nil && se.Failed[d.Message.ReceiptHandle] != nil {
+			continue
+		}
+		deleted = append(deleted, d.Message)
+	}
+	s.mu.Unlock()
+	if len(deleted) > 0 {
+		s.obs.Acked(ctx, deleted)
 	}
 }
 
@@ -524,6 +554,11 @@ func (s *settler) terminate(ctx context.Context, ds []*Delivery) {
 	case s.dead != nil:
 		sent, back, err := s.dead.send(ctx, ds)
 		s.met.deadLettered.Add(float64(len(sent)))
+		s.mu.Lock()
+		for _, d := range sent {
+			d.deadLettered = true
+		}
+		s.mu.Unlock()
 		s.regive(sent, verbAck)
 		if len(back) > 0 {
 			s.log.Error("sending to the dead-letter target failed; the messages are retried later instead",

@@ -12,6 +12,12 @@ const (
 	UnwrapSNS         = "sns"
 	UnwrapEventBridge = "eventbridge"
 	UnwrapAuto        = "auto"
+	// UnwrapS3Pointer and UnwrapS3Event are done by the SQS source, which
+	// has the S3 client: an SQS Extended Client pointer is replaced by the
+	// object it names, an S3 event notification split into its entries
+	// (Message.Split). The runtime's own unwrap leaves those alone.
+	UnwrapS3Pointer = "s3pointer"
+	UnwrapS3Event   = "s3event"
 )
 
 // snsEnvelope is the JSON an SNS topic delivers to an SQS queue without raw
@@ -46,10 +52,11 @@ func Unwrap(m *Message, kind string) { unwrap(m, kind) }
 // (its MessageAttributes lifted into the record's messageAttributes, where
 // the message has none of that name) or an EventBridge event's detail. The
 // envelope itself is kept in the record's `envelope` field. A body that is
-// not such an envelope is left as it is. It runs once, before the record is
+// not such an envelope is left as it is, and so is one the source unwrapped
+// already (an S3 payload or event). It runs once, before the record is
 // encoded.
 func unwrap(m *Message, kind string) {
-	if kind == UnwrapNone || len(m.Body) == 0 || m.Body[0] != '{' {
+	if kind == UnwrapNone || m.Envelope != nil || m.Split != nil || m.UnwrapErr != nil || len(m.Body) == 0 || m.Body[0] != '{' {
 		return
 	}
 	if kind == UnwrapSNS || kind == UnwrapAuto {

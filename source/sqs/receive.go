@@ -17,8 +17,9 @@ import (
 // done before SQS answers it returns ctx.Err() and no messages; messages
 // SQS did hand over are always returned, with a nil error, so the caller
 // settles them. Throttling errors are wrapped with pipe.Throttled, access
-// and missing-queue errors with pipe.Permanent. It is safe for concurrent
-// use.
+// and missing-queue errors with pipe.Permanent. With Config.Payloads, S3
+// pointers are fetched and S3 event notifications split before it returns
+// (see Payloads). It is safe for concurrent use.
 func (s *Source) Receive(ctx context.Context, limit int) ([]*pipe.Message, error) {
 	q, err := s.opened()
 	if err != nil {
@@ -41,7 +42,11 @@ func (s *Source) Receive(ctx context.Context, limit int) ([]*pipe.Message, error
 		}
 		return nil, fmt.Errorf("receiving from SQS queue %s: %w", s.name, classify(err))
 	}
-	return toMessages(out.Messages, q.arn, q.region), nil
+	msgs := toMessages(out.Messages, q.arn, q.region)
+	if s.payloads != nil {
+		s.payloads.unwrap(ctx, msgs, q.receiveVisibility/2)
+	}
+	return msgs, nil
 }
 
 // toMessages maps SQS messages to Pipes records. It allocates the records

@@ -65,6 +65,9 @@ type Config struct {
 	// from; by default config.LoadDefaultConfig (env, profile, IMDS, IRSA).
 	// Region and Endpoint above are applied on top of it.
 	AWSConfig *aws.Config
+	// Payloads, when set, unwraps payloads that live in S3 (Extended
+	// Client pointers, S3 event notifications) as messages are received.
+	Payloads *Payloads
 }
 
 // Source reads one SQS queue. Open it before the first Receive. All its
@@ -80,6 +83,8 @@ type Source struct {
 	backoffBase time.Duration // first settle retry wait; tests shorten it
 
 	queue atomic.Pointer[queue] // set by Open
+
+	payloads *payloads // nil: bodies are returned as they are
 }
 
 // queue is what Open resolved.
@@ -94,10 +99,11 @@ type queue struct {
 }
 
 var (
-	_ pipe.Source   = (*Source)(nil)
-	_ pipe.Opener   = (*Source)(nil)
-	_ pipe.Closer   = (*Source)(nil)
-	_ pipe.Extender = (*Source)(nil)
+	_ pipe.Source      = (*Source)(nil)
+	_ pipe.Opener      = (*Source)(nil)
+	_ pipe.Closer      = (*Source)(nil)
+	_ pipe.Extender    = (*Source)(nil)
+	_ pipe.AckObserver = (*Source)(nil)
 )
 
 // New checks cfg and builds the source's SQS client. It does no network
@@ -135,7 +141,8 @@ func newSource(cfg Config, api sqsAPI, region string) *Source {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Source{api: api, cfg: cfg, name: cfg.queueName(), log: log, region: region, backoffBase: settleBackoffBase}
+	return &Source{api: api, cfg: cfg, name: cfg.queueName(), log: log, region: region, backoffBase: settleBackoffBase,
+		payloads: newPayloads(cfg.Payloads, log)}
 }
 
 func (c Config) validate() error {
@@ -159,6 +166,9 @@ func (c Config) validate() error {
 	}
 	if c.VisibilityTimeout < 0 || c.VisibilityTimeout > MaxVisibilityTimeout {
 		errs = append(errs, fmt.Errorf("visibility timeout %v is outside 0..%v", c.VisibilityTimeout, MaxVisibilityTimeout))
+	}
+	if err := c.Payloads.check(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("configuring SQS source %s: %w", c.queueName(), err)
@@ -184,6 +194,9 @@ func (c Config) queueName() string {
 func (s *Source) Close(ctx context.Context) error {
 	if c, ok := s.api.(*sqs.Client); ok {
 		awsclient.CloseIdleConnections(c.Options().HTTPClient)
+	}
+	if s.payloads != nil && s.payloads.cfg.Store != nil {
+		s.payloads.cfg.Store.Close()
 	}
 	return nil
 }

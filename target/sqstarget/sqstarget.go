@@ -15,6 +15,9 @@
 // batch: the events after it are failed unsent, so that nothing is sent
 // ahead of a message that will be retried.
 //
+// With Offload, payloads at or above its threshold go to S3 first and
+// the message carries the SQS Extended Client's pointer (see Offload).
+//
 // Failures are classified once, here: an entry SQS refuses with
 // SenderFault, and a call refused as a client error (access denied, no such
 // queue, invalid parameter, any other 4xx except 408 and 429), are
@@ -100,6 +103,9 @@ type Config struct {
 	// from; by default config.LoadDefaultConfig (env, profile, IMDS, IRSA).
 	// Region and Endpoint above are applied on top of it.
 	AWSConfig *aws.Config
+	// Offload, when set, stores large payloads in S3 and sends the SQS
+	// Extended Client's pointer instead (see Offload).
+	Offload *Offload
 }
 
 // sqsAPI is the part of the SQS client the target calls.
@@ -118,6 +124,7 @@ type Target struct {
 	maxParallel int
 	log         *slog.Logger
 	calls       batching.Calls[entry]
+	off         *Offload // nil: payloads are sent as they are
 }
 
 var (
@@ -177,6 +184,11 @@ func newTarget(cfg Config) (*Target, error) {
 	if cfg.MaxParallel < 0 {
 		problems = append(problems, fmt.Errorf("max parallel %d is negative", cfg.MaxParallel))
 	}
+	if cfg.Offload != nil {
+		if err := cfg.Offload.check(); err != nil {
+			problems = append(problems, err)
+		}
+	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("configuring the SQS target %s: %w", cfg.QueueURL, errors.Join(problems...))
 	}
@@ -190,6 +202,7 @@ func newTarget(cfg Config) (*Target, error) {
 		timeout:     cfg.Timeout,
 		maxParallel: cfg.MaxParallel,
 		log:         cfg.Logger,
+		off:         cfg.Offload,
 	}
 	if t.timeout == 0 {
 		t.timeout = defaultTimeout
@@ -216,6 +229,9 @@ func (t *Target) Close(context.Context) error {
 	if c, ok := t.api.(*sqs.Client); ok {
 		awsclient.CloseIdleConnections(c.Options().HTTPClient)
 	}
+	if t.off != nil {
+		t.off.Store.Close()
+	}
 	return nil
 }
 
@@ -236,7 +252,21 @@ type entry struct {
 // whole, Deliver returns that error instead (Throttled when any call was
 // throttled, so that the pipe slows down).
 func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
-	res, err := t.calls.Deliver(ctx, events)
+	calls := t.calls
+	if t.off != nil {
+		ptrs, errs := t.offload(ctx, events)
+		calls.Build = func(i int, ev *pipe.Event) (entry, error) {
+			if errs[i] != nil {
+				return entry{}, errs[i]
+			}
+			e, err := t.entry(i, ev)
+			if err != nil || ptrs[i] == nil {
+				return e, err
+			}
+			return pointerEntry(e, ev, ptrs[i]), nil
+		}
+	}
+	res, err := calls.Deliver(ctx, events)
 	if err != nil {
 		return pipe.Result{}, fmt.Errorf("sending %d messages to %s: %w", len(events), t.queueURL, err)
 	}
