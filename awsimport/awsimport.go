@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -128,8 +129,13 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 	names := map[string]bool{}
 	for _, d := range defs {
 		m := &mapper{r: r, res: res, base: d.path}
+		envBefore := maps.Clone(r.env)
+		notesBefore := len(res.Notes)
 		p, name := m.pipe(d.props, d.logical)
 		if p == nil {
+			// What a left-out pipe needed is not asked for.
+			r.env = envBefore
+			res.Notes = res.Notes[:notesBefore]
 			continue
 		}
 		for base, i := name, 2; names[name]; i++ {

@@ -10,8 +10,12 @@ type endpoint struct {
 	// kind is sqs, sns, lambda, bus, apidest, apigw, mq, smk, or an
 	// unmappable kind's name (states, kinesis, ...).
 	kind string
-	// arn is the resolved text (may hold `${ENV}` references).
-	arn string
+	// arn is the resolved text, ready for a pipes file (it may hold
+	// `${ENV}` references); for a resource of the file it is resolved only
+	// when asked for (text), so that no variable is asked for needlessly.
+	arn  string
+	raw  any
+	path string
 	// logical and res are the template resource it names, if any.
 	logical string
 	res     map[string]any
@@ -84,7 +88,11 @@ func (r *resolver) endpointOf(v any, path string) endpoint {
 			e.kind = resourceKinds[resType(res)]
 		}
 	}
-	e.arn = unescape(r.str(v, path))
+	e.raw, e.path = v, path
+	if e.res != nil && e.kind != "" {
+		return e
+	}
+	e.arn = r.str(v, path)
 	if e.kind == "" {
 		e.kind = arnKind(e.arn)
 	}
@@ -133,4 +141,12 @@ func lastSegment(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// text is the endpoint's ARN (or other identifier) for a pipes file.
+func (r *resolver) text(e *endpoint) string {
+	if e.arn == "" && e.raw != nil {
+		e.arn = r.str(e.raw, e.path)
+	}
+	return e.arn
 }

@@ -80,9 +80,9 @@ func (m *mapper) pipeName(props map[string]any, logical string) string {
 	}
 	if name == "" || strings.Contains(name, "${") {
 		if has {
-			m.note(m.at("Name"), "the name is known only at deploy time; the pipe is named %q", cmpOr(logical, "pipe"))
+			m.note(m.at("Name"), "the name is known only at deploy time; the pipe is named %q", cmpOr(baseID(logical), "pipe"))
 		}
-		name = cmpOr(logical, "pipe")
+		name = cmpOr(baseID(logical), "pipe")
 	}
 	if !validName.MatchString(name) {
 		fixed := strings.Trim(badNameChars.ReplaceAllString(name, "-"), "-")
@@ -183,14 +183,13 @@ func (m *mapper) source(props map[string]any) *omap {
 		o.set("type", "sqs")
 		switch {
 		case e.res != nil:
-			name := m.r.resourceValue(e.logical, e.res, "QueueName", path)
-			if strings.HasPrefix(name, "${") {
-				o.set("queue_url", m.r.resourceValue(e.logical, e.res, "QueueUrl", path))
-			} else {
+			if name := m.r.queueName(e.res, "Resources."+e.logical); name != "" {
 				o.set("queue_name", name)
+			} else {
+				o.set("queue_url", m.r.resourceValue(e.logical, e.res, "QueueUrl", path))
 			}
 		default:
-			o.set("queue_arn", escape(e.arn))
+			o.set("queue_arn", e.arn)
 		}
 		qp := mapping(sp["SqsQueueParameters"])
 		qpath := m.at("SourceParameters", "SqsQueueParameters")
@@ -204,11 +203,15 @@ func (m *mapper) source(props map[string]any) *omap {
 		}
 		rpath := m.at("SourceParameters", "RabbitMQBrokerParameters")
 		o.set("type", "rabbitmq")
-		vhost := unescape(m.r.str(rp["VirtualHost"], rpath+".VirtualHost"))
-		prefix := envName(m.name, "RabbitMQ")
+		vhost := m.r.str(rp["VirtualHost"], rpath+".VirtualHost")
+		prefix := envName(m.name) + "_RABBITMQ"
 		u := "amqps://" + m.r.envRef(prefix+"_USER") + ":" + m.r.envRef(prefix+"_PASSWORD") + "@" + m.r.envRef(prefix+"_HOST") + ":5671/"
-		if vhost != "" && vhost != "/" {
-			u += escape(url.PathEscape(vhost))
+		switch {
+		case vhost == "" || vhost == "/":
+		case strings.Contains(vhost, "${"):
+			u += vhost
+		default:
+			u += escape(url.PathEscape(unescape(vhost)))
 		}
 		o.set("url", u)
 		m.note(rpath+".Credentials", "the broker's user name and password (the BasicAuth secret) are read from %s_USER and %s_PASSWORD, its host from %s_HOST", prefix, prefix, prefix)
@@ -246,7 +249,7 @@ func describe(e endpoint) string {
 	if e.logical != "" {
 		return fmt.Sprintf("%s (resource %s, %s)", what, e.logical, resType(e.res))
 	}
-	return fmt.Sprintf("%s (%s)", what, e.arn)
+	return fmt.Sprintf("%s (%s)", what, unescape(e.arn))
 }
 
 func (m *mapper) filter(props map[string]any) *omap {
@@ -330,11 +333,11 @@ func (m *mapper) enrichment(props map[string]any) *omap {
 func (m *mapper) functionName(e endpoint, path string) string {
 	if e.res != nil {
 		if resType(e.res) == "AWS::Lambda::Alias" {
-			return escape(e.arn)
+			return m.r.text(&e)
 		}
 		return m.r.resourceValue(e.logical, e.res, "", path)
 	}
-	return escape(e.arn)
+	return e.arn
 }
 
 var executeAPI = regexp.MustCompile(`^arn:[^:]+:execute-api:([^:]*):([^:]*):([^/]+)/([^/]+)/([^/]+)(/.*)?$`)
@@ -349,21 +352,21 @@ func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string, targ
 	case "apidest":
 		if e.res != nil {
 			rpath := "Resources." + e.logical + ".Properties"
-			rawURL = unescape(m.r.prop(e.res, "InvocationEndpoint", "Resources."+e.logical))
+			rawURL = m.r.prop(e.res, "InvocationEndpoint", "Resources."+e.logical)
 			method = unescape(m.r.prop(e.res, "HttpMethod", "Resources."+e.logical))
 			if rawURL == "" {
-				rawURL = unescape(m.r.envRef(envName(e.logical, "InvocationEndpoint")))
+				rawURL = m.r.envRef(envName(baseID(e.logical), "InvocationEndpoint"))
 			}
 			m.connection(mapping(e.res["Properties"])["ConnectionArn"], rpath+".ConnectionArn", headers, query)
 		} else {
 			id := envName(strings.Split(strings.TrimPrefix(e.resource, "api-destination/"), "/")[0])
-			rawURL = unescape(m.r.envRef(id + "_URL"))
-			m.note(hpath, "the API destination %s is not in the file: its endpoint is read from %s_URL, its method taken as POST, and its connection's authorization must be added as a header", e.arn, id)
+			rawURL = m.r.envRef(id + "_URL")
+			m.note(hpath, "the API destination %s is not in the file: its endpoint is read from %s_URL, its method taken as POST, and its connection's authorization must be added as a header", unescape(e.arn), id)
 		}
 	case "apigw":
 		mm := executeAPI.FindStringSubmatch(e.arn)
 		if mm == nil {
-			m.drop(hpath, "the API Gateway ARN %s is not arn:aws:execute-api:region:account:api-id/stage/METHOD/path", e.arn)
+			m.drop(hpath, "the API Gateway ARN %s is not arn:aws:execute-api:region:account:api-id/stage/METHOD/path", unescape(e.arn))
 			return
 		}
 		rawURL = "https://" + mm[3] + ".execute-api." + mm[1] + ".amazonaws.com/" + mm[4] + mm[6]
@@ -382,7 +385,7 @@ func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string, targ
 	// populate API Gateway REST API or EventBridge ApiDestination path
 	// wildcards ("*")." (API_PipeTargetHttpParameters)
 	for i, pv := range list(hp["PathParameterValues"]) {
-		p := unescape(m.r.str(pv, fmt.Sprintf("%s.PathParameterValues[%d]", hpath, i)))
+		p := m.r.str(pv, fmt.Sprintf("%s.PathParameterValues[%d]", hpath, i))
 		if isPath(p) {
 			if !target {
 				m.drop(fmt.Sprintf("%s.PathParameterValues[%d]", hpath, i), "a dynamic path parameter in an http enrichment's URL is not supported by pipes")
@@ -411,24 +414,23 @@ func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string, targ
 			}
 		}
 		if len(query) > 0 {
-			q := url.Values{}
+			sep := "?"
+			if strings.Contains(rawURL, "?") {
+				sep = "&"
+			}
 			for _, k := range sortedKeys(anyMap(query)) {
 				v := query[k]
 				if isPath(v) || strings.Contains(v, "<$") {
 					m.drop(hpath+".QueryStringParameters."+k, "a dynamic query parameter in an http enrichment is not supported by pipes")
 					return
 				}
-				q.Set(k, unescape(v))
-			}
-			sep := "?"
-			if strings.Contains(rawURL, "?") {
+				rawURL += sep + queryEscape(k) + "=" + queryEscape(v)
 				sep = "&"
 			}
-			rawURL += sep + q.Encode()
 			query = nil
 		}
 	}
-	o.set("url", escape(rawURL))
+	o.set("url", rawURL)
 	o.set("method", method)
 	if len(headers) > 0 {
 		o.set("headers", strMap(headers))
@@ -466,7 +468,7 @@ func (m *mapper) connection(v any, path string, headers, query map[string]string
 	props := mapping(res["Properties"])
 	cpath := "Resources." + id + ".Properties"
 	auth := mapping(props["AuthParameters"])
-	prefix := envName(id)
+	prefix := envName(baseID(id))
 	switch t, _ := props["AuthorizationType"].(string); t {
 	case "API_KEY":
 		name := unescape(m.r.str(mapping(auth["ApiKeyAuthParameters"])["ApiKeyName"], cpath+".AuthParameters.ApiKeyAuthParameters.ApiKeyName"))
@@ -492,7 +494,7 @@ func (m *mapper) connection(v any, path string, headers, query map[string]string
 			ppath := fmt.Sprintf("%s.AuthParameters.InvocationHttpParameters.%s[%d]", cpath, kind, i)
 			key := unescape(m.r.str(pm["Key"], ppath+".Key"))
 			if isTrue(pm["IsValueSecret"]) {
-				dst[key] = m.r.envRef(envName(id, key))
+				dst[key] = m.r.envRef(envName(baseID(id), key))
 				continue
 			}
 			dst[key] = m.r.str(pm["Value"], ppath+".Value")
@@ -519,7 +521,7 @@ func (m *mapper) target(props map[string]any) *omap {
 		if e.res != nil {
 			o.set("queue_url", m.r.resourceValue(e.logical, e.res, "QueueUrl", path))
 		} else {
-			o.set("queue_url", escape(queueURL(e)))
+			o.set("queue_url", queueURL(e))
 		}
 		qp := mapping(tp["SqsQueueParameters"])
 		qpath := tpath + ".SqsQueueParameters"
@@ -527,10 +529,14 @@ func (m *mapper) target(props map[string]any) *omap {
 		m.strKey(o, "message_deduplication_id", qp, "MessageDeduplicationId", qpath)
 	case "sns":
 		o.set("type", "sns")
-		o.set("topic_arn", escape(e.arn))
+		o.set("topic_arn", m.r.text(&e))
 	case "bus":
 		o.set("type", "eventbridge")
-		o.set("event_bus_name", escape(e.arn))
+		if e.res != nil {
+			o.set("event_bus_name", m.r.resourceValue(e.logical, e.res, "Name", path))
+		} else {
+			o.set("event_bus_name", m.r.text(&e))
+		}
 		bp := mapping(tp["EventBridgeEventBusParameters"])
 		bpath := tpath + ".EventBridgeEventBusParameters"
 		m.strKey(o, "detail_type", bp, "DetailType", bpath)
@@ -625,4 +631,36 @@ func anyMap(m map[string]string) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// queryEscape escapes a query key or value of a pipes file, keeping its
+// `${ENV}` references.
+func queryEscape(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		j := -1
+		if i >= 0 {
+			j = strings.IndexByte(s[i:], '}')
+		}
+		if i < 0 || j < 0 || (i > 0 && s[i-1] == '$') {
+			b.WriteString(url.QueryEscape(unescape(s)))
+			return b.String()
+		}
+		b.WriteString(url.QueryEscape(unescape(s[:i])))
+		b.WriteString(s[i : i+j+1])
+		s = s[i+j+1:]
+	}
+}
+
+// cdkSuffix is the hash CDK appends to logical ids.
+var cdkSuffix = regexp.MustCompile(`^(.*[a-z])[0-9A-F]{8}$`)
+
+// baseID is a logical id without CDK's hash suffix ("OrdersQueue5A3F9C1B"
+// → "OrdersQueue"), for names of pipes and variables.
+func baseID(id string) string {
+	if m := cdkSuffix.FindStringSubmatch(id); m != nil {
+		return m[1]
+	}
+	return id
 }

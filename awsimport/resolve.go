@@ -264,8 +264,13 @@ func resType(res map[string]any) string {
 // template, from its properties where they tell, else a `${ENV}` reference.
 func (r *resolver) resourceValue(id string, res map[string]any, attr, path string) string {
 	rpath := "Resources." + id
-	region, _ := r.pseudo("AWS::Region")
-	account, _ := r.pseudo("AWS::AccountId")
+	// ra is ":region:account:" of an ARN, asked for only when used.
+	ra := func() string {
+		region, _ := r.pseudo("AWS::Region")
+		account, _ := r.pseudo("AWS::AccountId")
+		return ":" + region + ":" + account + ":"
+	}
+	id = baseID(id)
 	named := func(key, suffix string) (string, bool) {
 		if n := r.prop(res, key, rpath); n != "" {
 			return n, true
@@ -274,21 +279,20 @@ func (r *resolver) resourceValue(id string, res map[string]any, attr, path strin
 	}
 	switch resType(res) {
 	case "AWS::SQS::Queue":
-		name := r.prop(res, "QueueName", rpath)
-		if name != "" && isTrue(mapping(res["Properties"])["FifoQueue"]) && !strings.HasSuffix(name, ".fifo") {
-			name += ".fifo"
-		}
+		name := r.queueName(res, rpath)
 		switch attr {
 		case "", "QueueUrl":
 			if name == "" {
 				return r.envRef(envName(id, "QueueUrl"))
 			}
+			region, _ := r.pseudo("AWS::Region")
+			account, _ := r.pseudo("AWS::AccountId")
 			return "https://sqs." + region + ".amazonaws.com/" + account + "/" + name
 		case "Arn":
 			if name == "" {
 				return r.envRef(envName(id, "Arn"))
 			}
-			return "arn:aws:sqs:" + region + ":" + account + ":" + name
+			return "arn:aws:sqs" + ra() + name
 		case "QueueName":
 			if name == "" {
 				return r.envRef(envName(id, "QueueName"))
@@ -305,7 +309,7 @@ func (r *resolver) resourceValue(id string, res map[string]any, attr, path strin
 			if name == "" {
 				return r.envRef(envName(id, "TopicArn"))
 			}
-			return "arn:aws:sns:" + region + ":" + account + ":" + name
+			return "arn:aws:sns" + ra() + name
 		case "TopicName":
 			if name == "" {
 				return r.envRef(envName(id, "TopicName"))
@@ -321,7 +325,7 @@ func (r *resolver) resourceValue(id string, res map[string]any, attr, path strin
 			if !ok {
 				return r.envRef(envName(id, "Arn"))
 			}
-			return "arn:aws:lambda:" + region + ":" + account + ":function:" + name
+			return "arn:aws:lambda" + ra() + "function:" + name
 		}
 	case "AWS::Events::EventBus":
 		name, _ := named("Name", "Name")
@@ -329,7 +333,7 @@ func (r *resolver) resourceValue(id string, res map[string]any, attr, path strin
 		case "", "Name":
 			return name
 		case "Arn":
-			return "arn:aws:events:" + region + ":" + account + ":event-bus/" + name
+			return "arn:aws:events" + ra() + "event-bus/" + name
 		}
 	case "AWS::Events::ApiDestination", "AWS::Events::Connection":
 		prefix := "api-destination/"
@@ -344,13 +348,23 @@ func (r *resolver) resourceValue(id string, res map[string]any, attr, path strin
 			if !ok {
 				return r.envRef(envName(id, "Arn"))
 			}
-			return "arn:aws:events:" + region + ":" + account + ":" + prefix + name
+			return "arn:aws:events" + ra() + prefix + name
 		}
 	}
 	if attr == "" {
 		return r.envRef(envName(id))
 	}
 	return r.envRef(envName(id, attr))
+}
+
+// queueName is an SQS queue resource's QueueName (with the .fifo that
+// FifoQueue requires), "" when the template leaves it to CloudFormation.
+func (r *resolver) queueName(res map[string]any, rpath string) string {
+	name := r.prop(res, "QueueName", rpath)
+	if name != "" && isTrue(mapping(res["Properties"])["FifoQueue"]) && !strings.HasSuffix(name, ".fifo") {
+		name += ".fifo"
+	}
+	return name
 }
 
 func isTrue(v any) bool {
