@@ -409,3 +409,27 @@ func (t *Template) decideKind() error {
 	}
 	return syntaxErr(t.src, off, "not valid JSON: %v at %q", err, excerpt(t.src, off))
 }
+
+// IsDynamicPath reports whether v is, as a whole, a JSON path: Pipes'
+// "dynamic path parameter" form (`$.body.customer_id`), which target and
+// enrichment parameters take in place of a constant.
+func IsDynamicPath(v string) bool {
+	return v == "$" || strings.HasPrefix(v, "$.") || strings.HasPrefix(v, "$[")
+}
+
+// ParseParameter compiles a templated parameter of a target or an
+// enrichment (a message group id, a header value, a query value, a routing
+// key, ...). As in EventBridge Pipes, a value that is a bare JSON path
+// (`$.body.id`, the whole value) is evaluated per event; pipes also takes
+// `<$.path>` and `<aws.pipes.*>` placeholders inside text. It returns nil
+// for a constant (no path, no placeholder), and a *SyntaxError for a path
+// outside the supported subset.
+func ParseParameter(v string) (*Template, error) {
+	switch {
+	case IsDynamicPath(v):
+		return Parse("<" + v + ">")
+	case !strings.Contains(v, "<$") && !strings.Contains(v, "<aws."):
+		return nil, nil
+	}
+	return Parse(v)
+}

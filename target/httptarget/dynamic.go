@@ -13,7 +13,7 @@ import (
 // HasPlaceholder reports whether s holds a Pipes template placeholder
 // (`<$.path>` or a reserved `<aws.pipes.…>` variable).
 func HasPlaceholder(s string) bool {
-	return strings.Contains(s, "<$") || strings.Contains(s, "<aws.")
+	return strings.Contains(s, "<$") || strings.Contains(s, "<aws.") || template.IsDynamicPath(s)
 }
 
 // dynamic renders the parts of a request that come from the record: the
@@ -106,7 +106,11 @@ func partsInHost(raw string) bool {
 func parseNamed(m map[string]string, what string) ([]namedTemplate, error) {
 	var out []namedTemplate
 	for name, v := range m {
-		t, err := template.Parse(v)
+		src := v
+		if template.IsDynamicPath(v) { // Pipes' dynamic path parameter: the whole value
+			src = "<" + v + ">"
+		}
+		t, err := template.Parse(src)
 		if err != nil {
 			return nil, fmt.Errorf("%s %q: %w", what, name, err)
 		}
