@@ -349,6 +349,7 @@ func (d *decoder) redrivePolicy(b *block) *RedrivePolicy {
 func (d *decoder) filter(b *block) *Filter {
 	f := &Filter{}
 	f.Patterns, f.PatternsPos = d.patterns(b)
+	d.lintPatterns(f.Patterns, f.PatternsPos, b.field("patterns"))
 	if b.has("jq") {
 		f.JQ, f.JQPos = b.strPos("jq")
 	}
@@ -386,6 +387,7 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 	e.Type = b.enum("type", "", "http", "lambda", "jq")
 	e.URL = b.str("url")
 	e.InputTemplate = b.str("input_template")
+	d.lintTemplate(b.at("input_template"), b.field("input_template"), e.InputTemplate)
 	e.Headers = b.headers("headers")
 	e.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
 	e.JQ = b.str("jq")
@@ -479,6 +481,7 @@ func (d *decoder) target(b *block) Target {
 	t.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
 	t.InsecureSkipVerify = b.boolean("insecure_skip_verify", false)
 	t.InputTemplate = b.str("input_template")
+	d.lintTemplate(b.at("input_template"), b.field("input_template"), t.InputTemplate)
 	t.Func = b.str("func")
 	t.FailOn = b.str("fail_on")
 	t.Region = b.str("region")
