@@ -35,6 +35,12 @@ type Options struct {
 	// is what a Ref names ("QueueUrl", "AWS::Region", "OrdersQueue") or
 	// what a GetAtt names ("OrdersQueue.Arn").
 	Params map[string]string
+	// LookupEnv, when set, resolves at import time the values that would
+	// otherwise be left as `${ENV}` references: a template parameter or a
+	// pseudo parameter whose variable (as Result.Env names it) is set is
+	// replaced by its value. `pipes run --aws` sets it; `pipes import aws`
+	// does not, so that the file it writes stays portable.
+	LookupEnv func(string) (string, bool)
 }
 
 // Problem is something of the input, at Path (dotted, as in the input:
@@ -81,6 +87,7 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 	res := &Result{}
 	r := &resolver{
 		params:    opts.Params,
+		lookupEnv: opts.LookupEnv,
 		tmplParam: mapping(root["Parameters"]),
 		resources: map[string]map[string]any{},
 		env:       map[string]bool{},

@@ -219,7 +219,7 @@ func (m *mapper) source(props map[string]any) *omap {
 		m.number(o, "batch_size", rp, "BatchSize", rpath)
 		m.window(o, rp, rpath)
 	default:
-		m.drop(path, "the source is %s, which pipes cannot read", describe(e))
+		m.unsupported(path, "source", "read", e)
 		return nil
 	}
 	return o
@@ -238,8 +238,19 @@ func (m *mapper) window(o *omap, params map[string]any, path string) {
 	o.set("batch_window", s+"s")
 }
 
+// unsupported leaves the pipe out for a source, enrichment or target
+// (role) pipes has no counterpart of, or whose kind is unknown here.
+func (m *mapper) unsupported(path, role, verb string, e endpoint) {
+	if e.kind == "unknown" && strings.HasPrefix(e.arn, "${") && strings.HasSuffix(e.arn, "}") {
+		m.drop(path, "the %s is known only at deploy time (%s) and its kind comes from its ARN: give it with --param, or set %s for `pipes run --aws`", role, e.arn, strings.Trim(e.arn, "${}"))
+		return
+	}
+	m.drop(path, "the %s is %s, which pipes cannot %s", role, describe(e), verb)
+}
+
 // describe names an endpoint for messages.
 func describe(e endpoint) string {
+
 	what := unmappable[e.kind]
 	if what == "" {
 		what = "a " + e.kind
@@ -318,7 +329,7 @@ func (m *mapper) enrichment(props map[string]any) *omap {
 		// size 1" (SPEC §5.2): one call per record.
 		o.set("batch", false)
 	default:
-		m.drop(path, "the enrichment is %s, which pipes cannot call", describe(e))
+		m.unsupported(path, "enrichment", "call", e)
 		return nil
 	}
 	if t, ok := ep["InputTemplate"]; ok {
@@ -568,7 +579,7 @@ func (m *mapper) target(props map[string]any) *omap {
 		// (SPEC §6: they are not among the batch-capable targets).
 		o.set("batch", false)
 	default:
-		m.drop(path, "the target is %s, which pipes cannot deliver to", describe(e))
+		m.unsupported(path, "target", "deliver to", e)
 		return nil
 	}
 	if t, ok := tp["InputTemplate"]; ok {

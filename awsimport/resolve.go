@@ -16,11 +16,18 @@ type resolver struct {
 	tmplParam map[string]any            // the template's Parameters
 	resources map[string]map[string]any // logical id → resource
 	env       map[string]bool           // variables the output reads
+	lookupEnv func(string) (string, bool)
 	notes     *[]Problem
 }
 
-// envRef records and returns a `${NAME}` reference.
+// envRef records and returns a `${NAME}` reference, or the variable's
+// value when the import resolves the environment (Options.LookupEnv).
 func (r *resolver) envRef(name string) string {
+	if r.lookupEnv != nil {
+		if v, ok := r.lookupEnv(name); ok {
+			return escape(v)
+		}
+	}
 	r.env[name] = true
 	return "${" + name + "}"
 }

@@ -122,7 +122,8 @@ func loadRunSpecs(reg *pipes.Registry, files, awsFiles []string, stderr io.Write
 		specs = s
 	}
 	for _, f := range awsFiles {
-		res, err := importAWSFile(f, awsimport.Options{}, stderr)
+		// At run time the environment gives the template's parameters.
+		res, err := importAWSFile(f, awsimport.Options{LookupEnv: os.LookupEnv}, stderr)
 		if err != nil {
 			return nil, usageErr(err)
 		}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipesproject/pipes/internal/sqstest"
+)
+
+// An SQS → SQS pipe defined as CloudFormation (a filter and an input
+// template) runs with `pipes run --aws` against local-aws-sqs: the paid
+// orders reach the target queue rendered by the template, the other is
+// filtered (and deleted, as Pipes does), and the source queue ends empty.
+// It relies on local-aws-sqs's plain send, receive and delete, and on its
+// accepting a queue URL whose host is AWS's (the target's URL is built from
+// its ARN) while the SDK talks to AWS_ENDPOINT_URL_SQS.
+func TestRunAWSRunsAnImportedSQSToSQSPipeEndToEnd(t *testing.T) {
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	srcURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 30 * time.Second})
+	dstURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ENDPOINT_URL_SQS", endpoint)
+
+	arn := func(queueURL string) string {
+		parts := strings.Split(strings.TrimRight(queueURL, "/"), "/")
+		return fmt.Sprintf("arn:aws:sqs:us-east-1:%s:%s", parts[len(parts)-2], parts[len(parts)-1])
+	}
+	tmpl := fmt.Sprintf(`AWSTemplateFormatVersion: "2010-09-09"
+Parameters:
+  SourceArn: {Type: String}
+Resources:
+  OrdersPipe:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Name: !Sub ${AWS::StackName}-paid-orders
+      RoleArn: arn:aws:iam::123456789012:role/pipe
+      Source: !Ref SourceArn
+      SourceParameters:
+        SqsQueueParameters: {BatchSize: 10}
+        FilterCriteria:
+          Filters:
+            - Pattern: '{"body": {"status": ["paid"]}}'
+      Target: %s
+      TargetParameters:
+        InputTemplate: '{"order": <$.body.id>, "customer": "<$.body.customer>", "pipe": "<aws.pipes.pipe-name>"}'
+`, arn(dstURL))
+	file := filepath.Join(t.TempDir(), "stack.yaml")
+	if err := os.WriteFile(file, []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The import on its own: the file it writes validates.
+	var out, errb bytes.Buffer
+	imported := filepath.Join(t.TempDir(), "pipes.yaml")
+	if code := run(context.Background(), []string{"import", "aws", "--from", file, "-o", imported, "--param", "SourceArn=" + arn(srcURL)}, nil, &out, &errb); code != 0 {
+		t.Fatalf("import exit %d: %s", code, errb.String())
+	}
+	if code := run(context.Background(), []string{"validate", "-f", imported}, nil, &out, &errb); code != 0 {
+		t.Fatalf("validate exit %d: %s", code, errb.String())
+	}
+
+	sqstest.SendBodies(t, client, srcURL,
+		`{"status":"paid","id":1,"customer":"c1"}`,
+		`{"status":"new","id":2,"customer":"c2"}`,
+		`{"status":"paid","id":3,"customer":"c3"}`)
+
+	// --aws takes no --param: the template's parameter comes from the
+	// environment, under the name the import reports.
+	t.Setenv("SOURCE_ARN", arn(srcURL))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var runOut, runErr bytes.Buffer
+	done := make(chan int, 1)
+	started := time.Now()
+	go func() {
+		done <- run(ctx, []string{"run", "--aws", file, "--metrics-addr", ""}, nil, &runOut, &runErr)
+	}()
+	waitUntil(t, 90*time.Second, "two messages on the target queue and none left on the source", func() bool {
+		select {
+		case code := <-done:
+			done <- code
+			return true
+		default:
+		}
+		dstVisible, _ := sqstest.Count(t, client, dstURL)
+		srcVisible, srcInflight := sqstest.Count(t, client, srcURL)
+		return dstVisible >= 2 && srcVisible+srcInflight == 0
+	})
+	t.Logf("delivered and drained %s after the start", time.Since(started))
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("run --aws exit %d: %s", code, runErr.String())
+	}
+	t.Logf("stopped %s after the start", time.Since(started))
+
+	got := sqstest.DrainBodies(t, client, dstURL)
+	var orders []string
+	for _, b := range got {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(b), &v); err != nil {
+			t.Errorf("target got %q, not JSON: %v", b, err)
+		}
+		orders = append(orders, fmt.Sprint(v["order"], " ", v["customer"], " ", v["pipe"]))
+	}
+	slices.Sort(orders)
+	if want := []string{"1 c1 paid-orders", "3 c3 paid-orders"}; !slices.Equal(orders, want) {
+		t.Errorf("target queue got %q, want %q", orders, want)
+	}
+	if visible, inflight := sqstest.Count(t, client, srcURL); visible+inflight != 0 {
+		t.Errorf("source queue holds %d visible and %d in flight, want none (the filtered one deleted too)", visible, inflight)
+	}
+}
+
+// `pipes import aws` exits 2 and names what it left out, and still writes
+// the rest.
+func TestImportAWSExitsTwoAndNamesWhatItLeftOut(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"import", "aws", "--from", "../../awsimport/testdata/apigw_and_unmappable.yaml"}, nil, &out, &errb)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stderr:\n%s", code, errb.String())
+	}
+	for _, want := range []string{
+		"left out: Resources.FlowPipe.Properties.Target: the target is a Step Functions state machine",
+		"left out: Resources.StreamPipe.Properties.SourceParameters.KinesisStreamParameters",
+		"set these environment variables (or pass --param): API_ID",
+	} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+	if !strings.Contains(out.String(), "name: check") {
+		t.Errorf("the pipe that maps is not written:\n%s", out.String())
+	}
+	errb.Reset()
+	if code := run(context.Background(), []string{"run", "--aws", "../../awsimport/testdata/apigw_and_unmappable.yaml"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "cannot run here") {
+		t.Errorf("run --aws of a partial import: exit %d, stderr:\n%s", code, errb.String())
+	}
+	if code := run(context.Background(), []string{"import", "aws"}, nil, &out, &errb); code != 2 {
+		t.Errorf("import aws without --from: exit %d, want 2", code)
+	}
+}
