@@ -25,7 +25,7 @@ func (d *decoder) lintPatterns(texts []string, poss []Pos, field string) {
 		for _, k := range hiddenFromFilters {
 			if _, ok := top[k]; ok {
 				d.warnf(poss[i], field+"["+strconv.Itoa(i)+"]."+k,
-					"EventBridge Pipes never lets a filter see %s (AWS ignores this condition); pipes matches it against the record, so the pipe may not behave here as it does in AWS: drop it, or filter on the queue itself", k)
+					"EventBridge Pipes never lets a filter see %s, and neither does pipes: the condition is matched against a field that is not there (AWS ignores the field), so it does not select what it says; drop it (every record of a pipe comes from its one source)", k)
 			}
 		}
 	}
