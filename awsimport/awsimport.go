@@ -148,6 +148,9 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 		for base, i := name, 2; names[name]; i++ {
 			name = fmt.Sprintf("%s-%d", base, i)
 			setName(p, name)
+			if !names[name] {
+				res.Notes = append(res.Notes, Problem{Path: d.path, Msg: fmt.Sprintf("an earlier pipe is named %q too; this one is named %q", base, name)})
+			}
 		}
 		names[name] = true
 		where := d.what

@@ -343,9 +343,6 @@ func (m *mapper) enrichment(props map[string]any) *omap {
 // functionName is a Lambda function's name (from the template) or ARN.
 func (m *mapper) functionName(e endpoint, path string) string {
 	if e.res != nil {
-		if resType(e.res) == "AWS::Lambda::Alias" {
-			return m.r.text(&e)
-		}
 		return m.r.resourceValue(e.logical, e.res, "", path)
 	}
 	return e.arn

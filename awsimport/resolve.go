@@ -334,6 +334,17 @@ func (r *resolver) resourceValue(id string, res map[string]any, attr, path strin
 			}
 			return "arn:aws:lambda" + ra() + "function:" + name
 		}
+	case "AWS::Lambda::Alias":
+		// Ref and Arn of an alias are the function's ARN with the alias;
+		// Lambda's Invoke takes "function:alias" as well.
+		fn := r.prop(res, "FunctionName", rpath)
+		alias := r.prop(res, "Name", rpath)
+		if attr == "" || attr == "Arn" || attr == "AliasArn" {
+			if fn == "" || alias == "" {
+				return r.envRef(envName(id, "Arn"))
+			}
+			return fn + ":" + alias
+		}
 	case "AWS::Events::EventBus":
 		name, _ := named("Name", "Name")
 		switch attr {
