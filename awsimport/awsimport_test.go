@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -252,7 +253,25 @@ func FuzzImport(f *testing.F) {
 	f.Add([]byte(`{"Source": {"Fn::Sub": "${"}, "Target": {"Fn::Select": [9, []]}}`))
 	f.Add([]byte("Resources: {P: {Type: AWS::Pipes::Pipe, Properties: {Source: !GetAtt P.Arn, Target: !Ref P}}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, err := awsimport.Import("fuzz.yaml", data, awsimport.Options{})
+		type out struct {
+			res *awsimport.Result
+			err error
+		}
+		ch := make(chan out, 1)
+		go func() {
+			res, err := awsimport.Import("fuzz.yaml", data, awsimport.Options{})
+			if err == nil && res.YAML != nil {
+				_, _ = config.Loader{LookupEnv: fakeEnv}.Parse("out.yaml", res.YAML)
+			}
+			ch <- out{res, err}
+		}()
+		var o out
+		select {
+		case o = <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Import (and loading its output) of %q takes more than 5s", data)
+		}
+		res, err := o.res, o.err
 		if err != nil || res.YAML == nil {
 			return
 		}
@@ -260,6 +279,5 @@ func FuzzImport(f *testing.F) {
 		if err := yaml.Unmarshal(res.YAML, &v); err != nil {
 			t.Fatalf("the output does not parse: %v\n%s", err, res.YAML)
 		}
-		_, _ = config.Loader{LookupEnv: fakeEnv}.Parse("out.yaml", res.YAML)
 	})
 }
