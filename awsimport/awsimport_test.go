@@ -281,3 +281,21 @@ func FuzzImport(f *testing.F) {
 		}
 	})
 }
+
+// YAML aliases that expand exponentially ("billion laughs") are refused,
+// not expanded.
+func TestAliasBombsAreRefused(t *testing.T) {
+	doc := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	prev := "a"
+	for i := range 8 {
+		name := fmt.Sprintf("l%d", i)
+		doc += fmt.Sprintf("%s: &%s [*%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s]\n", name, name, prev, prev, prev, prev, prev, prev, prev, prev, prev, prev)
+		prev = name
+	}
+	start := time.Now()
+	_, err := awsimport.Import("bomb.yaml", []byte(doc), awsimport.Options{})
+	if err == nil || !strings.Contains(err.Error(), "aliases") {
+		t.Errorf("Import = %v, want the alias expansion refused", err)
+	}
+	t.Logf("refused in %s", time.Since(start))
+}

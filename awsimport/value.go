@@ -29,33 +29,42 @@ func decode(data []byte) (any, error) {
 	if len(doc.Content) == 0 {
 		return nil, errors.New("the file is empty")
 	}
-	return convert(doc.Content[0], 0)
+	budget := maxValues
+	return convert(doc.Content[0], 0, &budget)
 }
 
-// maxDepth bounds the nesting decode follows (a guard for hostile input;
-// real templates nest a few dozen levels at most).
-const maxDepth = 200
+// maxDepth and maxValues bound the nesting decode follows and the values
+// it builds, aliases expanded (guards against hostile input: a "billion
+// laughs" of YAML aliases; real templates nest a few dozen levels and hold
+// some thousands of values).
+const (
+	maxDepth  = 200
+	maxValues = 1 << 20
+)
 
-func convert(n *yaml.Node, depth int) (any, error) {
+func convert(n *yaml.Node, depth int, budget *int) (any, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("line %d: nested more than %d levels deep", n.Line, maxDepth)
+	}
+	if *budget--; *budget < 0 {
+		return nil, fmt.Errorf("line %d: more than %d values once YAML aliases are expanded", n.Line, maxValues)
 	}
 	if n.Kind == yaml.AliasNode {
 		if n.Alias == nil {
 			return nil, nil
 		}
-		return convert(n.Alias, depth+1)
+		return convert(n.Alias, depth+1, budget)
 	}
 	tag := n.Tag
 	if strings.HasPrefix(tag, "!") && !strings.HasPrefix(tag, "!!") {
-		return shortTag(n, tag[1:], depth)
+		return shortTag(n, tag[1:], depth, budget)
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return nil, nil
 		}
-		return convert(n.Content[0], depth+1)
+		return convert(n.Content[0], depth+1, budget)
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -64,7 +73,7 @@ func convert(n *yaml.Node, depth int) (any, error) {
 				k = k.Alias
 			}
 			if k.Value == "<<" && k.Tag == "!!merge" {
-				v, err := convert(n.Content[i+1], depth+1)
+				v, err := convert(n.Content[i+1], depth+1, budget)
 				if err != nil {
 					return nil, err
 				}
@@ -77,7 +86,7 @@ func convert(n *yaml.Node, depth int) (any, error) {
 				}
 				continue
 			}
-			v, err := convert(n.Content[i+1], depth+1)
+			v, err := convert(n.Content[i+1], depth+1, budget)
 			if err != nil {
 				return nil, err
 			}
@@ -87,7 +96,7 @@ func convert(n *yaml.Node, depth int) (any, error) {
 	case yaml.SequenceNode:
 		l := make([]any, 0, len(n.Content))
 		for _, c := range n.Content {
-			v, err := convert(c, depth+1)
+			v, err := convert(c, depth+1, budget)
 			if err != nil {
 				return nil, err
 			}
@@ -125,7 +134,7 @@ func convert(n *yaml.Node, depth int) (any, error) {
 // is the short form of {"Ref": logicalName}; "!GetAtt logicalNameOfResource.attributeName"
 // of {"Fn::GetAtt": [logicalNameOfResource, attributeName]}; every other
 // "!Name" of {"Fn::Name": ...}.
-func shortTag(n *yaml.Node, name string, depth int) (any, error) {
+func shortTag(n *yaml.Node, name string, depth int, budget *int) (any, error) {
 	plain := *n
 	plain.Tag = ""
 	switch n.Kind {
@@ -136,7 +145,7 @@ func shortTag(n *yaml.Node, name string, depth int) (any, error) {
 	case yaml.SequenceNode:
 		plain.Tag = "!!seq"
 	}
-	v, err := convert(&plain, depth+1)
+	v, err := convert(&plain, depth+1, budget)
 	if err != nil {
 		return nil, err
 	}

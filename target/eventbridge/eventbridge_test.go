@@ -484,3 +484,42 @@ func TestResourcesAndTimeAreRenderedPerEvent(t *testing.T) {
 		t.Errorf("m1 entry = %+v; want two resources and the body's time", e1)
 	}
 }
+
+// PipeTargetEventBridgeEventBusParameters.EndpointId: "The URL subdomain
+// of the endpoint": the events go through that global endpoint; the call
+// carries it (and is signed with SigV4a, so this server checks no
+// signature).
+func TestEndpointIDIsSentWithTheCall(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			EndpointId string
+			Entries    []putEntry
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &in)
+		mu.Lock()
+		got = append(got, in.EndpointId)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		fmt.Fprintf(w, `{"FailedEntryCount":0,"Entries":[{"EventId":"e1"}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	tg, err := eventbridge.New(t.Context(), eventbridge.Config{
+		Source: "s", DetailType: "d", EndpointID: "abcde.veo", Endpoint: srv.URL,
+		AWSConfig: &aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDPIPESTEST", "pipes-test-secret", "")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := tg.Deliver(t.Context(), []*pipe.Event{payloadEvent("m1", `{}`)}); err != nil || len(res.Failures) > 0 {
+		t.Fatalf("Deliver = %+v, %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, []string{"abcde.veo"}) {
+		t.Errorf("EndpointId sent = %q, want abcde.veo", got)
+	}
+}
