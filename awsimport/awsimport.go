@@ -19,7 +19,6 @@ package awsimport
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -184,10 +183,6 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 	res.YAML = b.Bytes()
 	return res, nil
 }
-
-// ErrLeftOut is returned by callers that treat a partial import as a
-// failure (the CLI's exit code 2); Import itself never returns it.
-var ErrLeftOut = errors.New("parts of the input were not imported")
 
 func setName(p *yaml.Node, name string) {
 	for i := 0; i+1 < len(p.Content); i += 2 {

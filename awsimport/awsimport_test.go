@@ -299,3 +299,26 @@ func TestAliasBombsAreRefused(t *testing.T) {
 	}
 	t.Logf("refused in %s", time.Since(start))
 }
+
+// Secrets written in a template (a connection's API key and secret
+// invocation parameters, basic-auth passwords, a broker's secret) never
+// reach the pipeline file or the report: they are read from the
+// environment at run time.
+func TestSecretsOfTheTemplateAreNeverCopied(t *testing.T) {
+	for _, name := range []string{"cdk.json", "multi_pipes.yaml", "create_pipe.json"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := awsimport.Import(name, data, awsimport.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := string(res.YAML) + report(res)
+		for _, secret := range []string{"s3cr3t", "{{resolve:secretsmanager", "Password", "secret:rmq-creds"} {
+			if strings.Contains(all, secret) {
+				t.Errorf("%s: %q is in the output:\n%s", name, secret, all)
+			}
+		}
+	}
+}
