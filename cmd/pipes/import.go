@@ -17,7 +17,7 @@ import (
 // newImportCmd is `pipes import aws`: EventBridge Pipes definitions
 // (describe-pipe output, a CreatePipe body, CloudFormation, SAM or CDK
 // templates) to a pipeline file.
-func newImportCmd(stdout, stderr io.Writer) *cobra.Command {
+func newImportCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import",
 		Short: "Turn pipe definitions of other systems into pipeline files",
@@ -37,7 +37,7 @@ func newImportCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return usageErr(err)
 			}
-			res, err := importAWSFile(from, opts, stderr)
+			res, err := importAWSFrom(from, stdin, opts, stderr)
 			if err != nil {
 				return usageErr(err)
 			}
@@ -62,7 +62,7 @@ func newImportCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	fl := aws.Flags()
-	fl.StringVar(&from, "from", "", "the definition: describe-pipe JSON, a CreatePipe body, or a CloudFormation/SAM/CDK template (YAML or JSON)")
+	fl.StringVar(&from, "from", "", "the definition: describe-pipe JSON, a CreatePipe body, or a CloudFormation/SAM/CDK template (YAML or JSON); - for standard input")
 	fl.StringVarP(&out, "output", "o", "", "write the pipeline file here instead of stdout")
 	fl.StringArrayVar(&params, "param", nil, "Key=Value for a template parameter, a pseudo parameter (AWS::Region) or a reference (OrdersQueue, OrdersQueue.Arn); repeatable")
 	cmd.AddCommand(aws)
@@ -85,7 +85,19 @@ func importOptions(params []string) (awsimport.Options, error) {
 // importAWSFile imports one file and reports on stderr what was left out,
 // what the user should know, and the variables to set.
 func importAWSFile(file string, opts awsimport.Options, stderr io.Writer) (*awsimport.Result, error) {
-	data, err := os.ReadFile(file)
+	return importAWSFrom(file, nil, opts, stderr)
+}
+
+// importAWSFrom is importAWSFile that reads stdin when file is "-".
+func importAWSFrom(file string, stdin io.Reader, opts awsimport.Options, stderr io.Writer) (*awsimport.Result, error) {
+	var data []byte
+	var err error
+	if file == "-" && stdin != nil {
+		file = "<stdin>"
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(file)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the AWS definition: %w", err)
 	}

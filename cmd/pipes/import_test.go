@@ -150,4 +150,12 @@ func TestImportAWSExitsTwoAndNamesWhatItLeftOut(t *testing.T) {
 	if code := run(context.Background(), []string{"import", "aws"}, nil, &out, &errb); code != 2 {
 		t.Errorf("import aws without --from: exit %d, want 2", code)
 	}
+	describe, err := os.ReadFile("../../awsimport/testdata/describe_pipe.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"import", "aws", "--from", "-"}, bytes.NewReader(describe), &out, &errb); code != 0 || !strings.Contains(out.String(), "name: orders-to-bus") {
+		t.Errorf("import aws --from - (describe-pipe on stdin): exit %d\n%s", code, out.String())
+	}
 }
