@@ -47,6 +47,8 @@ func fakeEnv(name string) (string, bool) {
 		return "https://api.example.com/x", true
 	case strings.HasSuffix(name, "_HOST"):
 		return "broker.example.com", true
+	case strings.HasSuffix(name, "_SCHEME"), strings.HasSuffix(name, "_PORT"):
+		return "", false // their defaults apply
 	}
 	return "x", true
 }

@@ -205,7 +205,9 @@ func (m *mapper) source(props map[string]any) *omap {
 		o.set("type", "rabbitmq")
 		vhost := m.r.str(rp["VirtualHost"], rpath+".VirtualHost")
 		prefix := envName(m.name) + "_RABBITMQ"
-		u := "amqps://" + m.r.envRef(prefix+"_USER") + ":" + m.r.envRef(prefix+"_PASSWORD") + "@" + m.r.envRef(prefix+"_HOST") + ":5671/"
+		// Amazon MQ speaks AMQP over TLS on 5671; a local broker may
+		// override the scheme and port.
+		u := "${" + prefix + "_SCHEME:-amqps}://" + m.r.envRef(prefix+"_USER") + ":" + m.r.envRef(prefix+"_PASSWORD") + "@" + m.r.envRef(prefix+"_HOST") + ":${" + prefix + "_PORT:-5671}/"
 		switch {
 		case vhost == "" || vhost == "/":
 		case strings.Contains(vhost, "${"):
@@ -214,7 +216,7 @@ func (m *mapper) source(props map[string]any) *omap {
 			u += escape(url.PathEscape(unescape(vhost)))
 		}
 		o.set("url", u)
-		m.note(rpath+".Credentials", "the broker's user name and password (the BasicAuth secret) are read from %s_USER and %s_PASSWORD, its host from %s_HOST", prefix, prefix, prefix)
+		m.note(rpath+".Credentials", "the broker's user name and password (the BasicAuth secret) are read from %s_USER and %s_PASSWORD (percent-encoded), its host from %s_HOST; %s_SCHEME (amqps) and %s_PORT (5671) may change the rest", prefix, prefix, prefix, prefix, prefix)
 		o.set("queue", m.r.str(rp["QueueName"], rpath+".QueueName"))
 		m.number(o, "batch_size", rp, "BatchSize", rpath)
 		m.window(o, rp, rpath)
