@@ -32,7 +32,8 @@ type Options struct {
 	// Params give values to template parameters, pseudo parameters
 	// (AWS::Region, AWS::AccountId, AWS::StackName) and references: a key
 	// is what a Ref names ("QueueUrl", "AWS::Region", "OrdersQueue") or
-	// what a GetAtt names ("OrdersQueue.Arn").
+	// what a GetAtt names ("OrdersQueue.Arn"), or the export name of an
+	// Fn::ImportValue.
 	Params map[string]string
 	// LookupEnv, when set, resolves at import time the values that would
 	// otherwise be left as `${ENV}` references: a template parameter or a

@@ -207,10 +207,18 @@ Resources:
 	}{
 		{"defaults and environment", nil, "copy", "topic_arn: arn:aws:sns:${AWS_REGION}:111122223333:from-default-${BARE}", "AWS_REGION,BARE"},
 		{"params win", map[string]string{"Out": "o", "Bare": "b", "AWS::Region": "eu-west-1", "AWS::StackName": "shop"}, "shop-copy", "topic_arn: arn:aws:sns:eu-west-1:111122223333:o-b", ""},
+		{"the environment at run time", nil, "copy", "topic_arn: arn:aws:sns:us-west-2:111122223333:from-default-b", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{Params: tt.params})
+			opts := awsimport.Options{Params: tt.params}
+			if tt.name == "the environment at run time" {
+				opts.LookupEnv = func(k string) (string, bool) {
+					v, ok := map[string]string{"AWS_REGION": "us-west-2", "BARE": "b"}[k]
+					return v, ok
+				}
+			}
+			res, err := awsimport.Import("t.yaml", []byte(doc), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,6 +230,33 @@ Resources:
 				t.Errorf("env = %s, want %s", got, tt.wantEnv)
 			}
 		})
+	}
+}
+
+// Fn::ImportValue names another stack's output: --param gives it by its
+// export name, else an environment variable does.
+func TestImportValueResolvesFromParamsByExportName(t *testing.T) {
+	doc := `{"Resources": {"P": {"Type": "AWS::Pipes::Pipe", "Properties": {
+  "Source": {"Fn::ImportValue": "shared-orders-queue-arn"},
+  "Target": {"Fn::ImportValue": {"Fn::Sub": "${AWS::Region}-bus-arn"}}}}}}`
+	res, err := awsimport.Import("t.json", []byte(doc), awsimport.Options{Params: map[string]string{
+		"shared-orders-queue-arn": "arn:aws:sqs:us-east-1:123456789012:orders",
+		"AWS::Region":             "us-east-1",
+		"us-east-1-bus-arn":       "arn:aws:events:us-east-1:123456789012:event-bus/shop",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(res.YAML)
+	if !strings.Contains(out, "queue_arn: arn:aws:sqs:us-east-1:123456789012:orders") || !strings.Contains(out, "event_bus_name: arn:aws:events:us-east-1:123456789012:event-bus/shop") {
+		t.Errorf("got\n%s", out)
+	}
+	res, err = awsimport.Import("t.json", []byte(doc), awsimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.LeftOut) != 2 || !strings.Contains(res.LeftOut[0].Msg, "known only at deploy time (${SHARED_ORDERS_QUEUE_ARN})") {
+		t.Errorf("left out %v, want the source and the target known only at deploy time", res.LeftOut)
 	}
 }
 

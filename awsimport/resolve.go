@@ -120,7 +120,12 @@ func (r *resolver) str(v any, path string) string {
 			}
 		}
 	case "Fn::ImportValue":
-		return r.envRef(envName(unescape(r.str(arg, path))))
+		// Another stack's output: --param gives it by its export name.
+		export := unescape(r.str(arg, path))
+		if v, ok := r.params[export]; ok {
+			return escape(v)
+		}
+		return r.envRef(envName(export))
 	}
 	*r.notes = append(*r.notes, Problem{Path: path, Msg: name + " cannot be resolved here; left as an environment variable"})
 	return r.envRef(envName(lastPart(path)))
