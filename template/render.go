@@ -122,23 +122,29 @@ func firstByte[T ~string | ~[]byte](s T) byte {
 // result is escaped, so the output stays a string.
 func writeDequoted(dst []byte, v any, ctx placement) []byte {
 	text := appendJSON(nil, v)
-	var plain []byte
+	plain := make([]byte, 0, len(text)+len(text)/8)
 	for i := 0; i < len(text); i++ {
 		c := text[i]
 		switch c {
 		case '"':
-			j := i + 1
+			j, escaped := i+1, false
 			for j < len(text) && text[j] != '"' {
 				if text[j] == '\\' {
+					escaped = true
 					j++
 				}
 				j++
 			}
 			var str string
-			if j < len(text) && json.Unmarshal(text[i:j+1], &str) == nil {
+			switch {
+			case j >= len(text): // not possible for appendJSON's output
+				plain = append(plain, text[i:]...)
+			case !escaped:
+				plain = append(plain, text[i+1:j]...)
+			case json.Unmarshal(text[i:j+1], &str) == nil:
 				plain = append(plain, str...)
-			} else {
-				plain = append(plain, text[i:min(j+1, len(text))]...)
+			default:
+				plain = append(plain, text[i:j+1]...)
 			}
 			i = j
 		case ':', ',':
