@@ -88,3 +88,20 @@ func TestAnEventBridgeTargetNeedsNoSourceOrDetailType(t *testing.T) {
 		t.Errorf("resources on sqs: %v, want an error", err)
 	}
 }
+
+// FuzzLintTemplate: the template scan never panics and every warning it
+// gives names the field and quotes a placeholder of the template.
+func FuzzLintTemplate(f *testing.F) {
+	for _, s := range []string{`<$.body>`, `{"a": "<$.body>"}`, `x <$> y`, `{"a": "\"<$.data>"}`, `<$.body`, `<aws.pipes.event>`, `["<$.body[*]>"]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		d := &decoder{file: "f.yaml"}
+		d.lintTemplate(Pos{File: "f.yaml", Line: 1}, "target.input_template", src)
+		for _, w := range d.warns {
+			if w.Field != "target.input_template" || !strings.Contains(w.Msg, "<") {
+				t.Fatalf("warning %s for %q", w, src)
+			}
+		}
+	})
+}
