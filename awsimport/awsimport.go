@@ -74,7 +74,9 @@ type Result struct {
 
 // Import converts the definitions in data (the file's name is file, used
 // in comments) into a pipeline file. It fails only when data is not JSON or
-// YAML, or holds no pipe definition.
+// YAML, or holds no pipe definition; what it cannot map is in
+// Result.LeftOut. It does no I/O (Options.LookupEnv aside), does not block,
+// and is safe for concurrent use.
 func Import(file string, data []byte, opts Options) (*Result, error) {
 	doc, err := decode(data)
 	if err != nil {

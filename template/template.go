@@ -427,7 +427,8 @@ func IsDynamicPath(v string) bool {
 // (`$.body.id`, the whole value) is evaluated per event; pipes also takes
 // `<$.path>` and `<aws.pipes.*>` placeholders inside text. It returns nil
 // for a constant (no path, no placeholder), and a *SyntaxError for a path
-// outside the supported subset.
+// outside the supported subset. It does not block and is safe for
+// concurrent use; the template it returns is immutable.
 func ParseParameter(v string) (*Template, error) {
 	switch {
 	case IsDynamicPath(v):
