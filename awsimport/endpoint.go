@@ -135,14 +135,6 @@ func arnKind(arn string) string {
 	return "unknown"
 }
 
-// lastSegment is the text after the last ':' or '/' of s.
-func lastSegment(s string) string {
-	if i := strings.LastIndexAny(s, ":/"); i >= 0 {
-		return s[i+1:]
-	}
-	return s
-}
-
 // text is the endpoint's ARN (or other identifier) for a pipes file.
 func (r *resolver) text(e *endpoint) string {
 	if e.arn == "" && e.raw != nil {

@@ -1,10 +1,13 @@
 package awsimport
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -80,27 +83,20 @@ func (m *mapper) pipeName(props map[string]any, logical string) string {
 	}
 	if name == "" || strings.Contains(name, "${") {
 		if has {
-			m.note(m.at("Name"), "the name is known only at deploy time; the pipe is named %q", cmpOr(baseID(logical), "pipe"))
+			m.note(m.at("Name"), "the name is known only at deploy time; the pipe is named %q", cmp.Or(baseID(logical), "pipe"))
 		}
-		name = cmpOr(baseID(logical), "pipe")
+		name = cmp.Or(baseID(logical), "pipe")
 	}
 	if !validName.MatchString(name) {
 		fixed := strings.Trim(badNameChars.ReplaceAllString(name, "-"), "-")
 		if len(fixed) > 64 {
 			fixed = fixed[:64]
 		}
-		fixed = cmpOr(fixed, "pipe")
+		fixed = cmp.Or(fixed, "pipe")
 		m.note(m.at("Name"), "%q is not a valid pipe name; named %q", name, fixed)
 		name = fixed
 	}
 	return name
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // pipe converts one pipe; nil when it cannot be imported at all.
@@ -417,7 +413,7 @@ func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string, targ
 		query[k] = m.r.str(qm[k], hpath+".QueryStringParameters."+k)
 	}
 	if !target {
-		for _, k := range sortedKeys(anyMap(headers)) {
+		for _, k := range slices.Sorted(maps.Keys(headers)) {
 			if v := headers[k]; isPath(v) || strings.Contains(v, "<$") {
 				m.drop(hpath+".HeaderParameters."+k, "a dynamic header in an http enrichment is not supported by pipes")
 				return
@@ -428,7 +424,7 @@ func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string, targ
 			if strings.Contains(rawURL, "?") {
 				sep = "&"
 			}
-			for _, k := range sortedKeys(anyMap(query)) {
+			for _, k := range slices.Sorted(maps.Keys(query)) {
 				v := query[k]
 				if isPath(v) || strings.Contains(v, "<$") {
 					m.drop(hpath+".QueryStringParameters."+k, "a dynamic query parameter in an http enrichment is not supported by pipes")
@@ -633,14 +629,6 @@ func (m *mapper) logging(props map[string]any) *omap {
 		return nil
 	}
 	return o
-}
-
-func anyMap(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // queryEscape escapes a query key or value of a pipes file, keeping its
