@@ -159,3 +159,46 @@ func TestImportAWSExitsTwoAndNamesWhatItLeftOut(t *testing.T) {
 		t.Errorf("import aws --from - (describe-pipe on stdin): exit %d\n%s", code, out.String())
 	}
 }
+
+// `pipes validate` accepts every golden file of the importer, with the
+// variables its report lists set as a user would set them.
+func TestPipesValidateAcceptsEveryImportedGolden(t *testing.T) {
+	goldens, err := filepath.Glob("../../awsimport/testdata/golden/*.yaml")
+	if err != nil || len(goldens) == 0 {
+		t.Fatalf("no golden files: %v", err)
+	}
+	value := func(name string) string {
+		switch {
+		case name == "AWS_REGION":
+			return "us-east-1"
+		case name == "AWS_ACCOUNT_ID":
+			return "123456789012"
+		case strings.HasSuffix(name, "QUEUE_URL"):
+			return "https://sqs.us-east-1.amazonaws.com/123456789012/q"
+		case strings.HasSuffix(name, "_URL"):
+			return "https://api.example.com/x"
+		case strings.HasSuffix(name, "_HOST"):
+			return "broker.example.com"
+		}
+		return "x"
+	}
+	for _, g := range goldens {
+		t.Run(filepath.Base(g), func(t *testing.T) {
+			report, err := os.ReadFile(strings.TrimSuffix(g, ".yaml") + ".stderr")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(string(report), "\n") {
+				if names, ok := strings.CutPrefix(line, "env: "); ok {
+					for _, n := range strings.Split(names, ", ") {
+						t.Setenv(n, value(n))
+					}
+				}
+			}
+			var out, errb bytes.Buffer
+			if code := run(context.Background(), []string{"validate", "-f", g}, nil, &out, &errb); code != 0 {
+				t.Errorf("validate exit %d: %s", code, errb.String())
+			}
+		})
+	}
+}
