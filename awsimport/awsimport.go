@@ -116,6 +116,9 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 				continue
 			}
 			what := "AWS::Pipes::Pipe"
+			if c, ok := r.resources[id]["Condition"].(string); ok {
+				res.Notes = append(res.Notes, Problem{Path: "Resources." + id + ".Condition", Msg: fmt.Sprintf("the pipe exists in AWS only when condition %s holds; it is imported regardless", c)})
+			}
 			if p, ok := mapping(r.resources[id]["Metadata"])["aws:cdk:path"].(string); ok {
 				what += ", CDK path " + p
 			}

@@ -21,7 +21,10 @@ import (
 // filtered (and deleted, as Pipes does), and the source queue ends empty.
 // It relies on local-aws-sqs's plain send, receive and delete, and on its
 // accepting a queue URL whose host is AWS's (the target's URL is built from
-// its ARN) while the SDK talks to AWS_ENDPOINT_URL_SQS.
+// its ARN) while the SDK talks to AWS_ENDPOINT_URL_SQS. An imported pipe
+// long-polls 20 s (AWS has no wait-time parameter), so on local-aws-sqs the
+// run takes about 40 s: the first receive and the last one before the stop
+// each wait out the poll.
 func TestRunAWSRunsAnImportedSQSToSQSPipeEndToEnd(t *testing.T) {
 	endpoint := sqstest.Endpoint(t)
 	client := sqstest.Client(t)
