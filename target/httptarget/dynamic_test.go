@@ -109,6 +109,7 @@ func TestBareJSONPathHeaderAndQueryValuesAreDynamic(t *testing.T) {
 		{"bare paths", "$.body.tenant", "$.body.id", "q=7 tenant=acme"},
 		{"placeholders", "<$.body.tenant>", "<$.body.id>", "q=7 tenant=acme"},
 		{"a constant that merely holds a dollar", "US$.5", "a$.b", "q=a%24.b tenant=US$.5"},
+		{"a constant that starts like a path but is not one", "$.secret token", "$.a b", "q=%24.a+b tenant=$.secret token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
