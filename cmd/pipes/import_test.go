@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/rabbittest"
 	"github.com/pipesproject/pipes/internal/sqstest"
 )
 
@@ -203,5 +205,97 @@ func TestPipesValidateAcceptsEveryImportedGolden(t *testing.T) {
 				t.Errorf("validate exit %d: %s", code, errb.String())
 			}
 		})
+	}
+}
+
+// A CreatePipe body with an Amazon MQ for RabbitMQ source
+// (RabbitMQBrokerParameters: QueueName, BatchSize) and an SQS target runs
+// with `pipes run --aws` against the machine's RabbitMQ and local-aws-sqs:
+// the broker's scheme, host, port and credentials come from the variables
+// the import names, the input template reads the decoded data and the
+// record's eventSourceKey, and the broker's queue ends empty. It relies on
+// RabbitMQ's plain AMQP 0-9-1 consume and ack and on local-aws-sqs's send.
+func TestRunAWSRunsAnImportedRabbitMQPipeEndToEnd(t *testing.T) {
+	broker, err := url.Parse(rabbittest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := rabbittest.Name(t, "")
+	rabbittest.DeclareQueue(t, queue, rabbittest.QueueOptions{})
+	client := sqstest.Client(t)
+	dstURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ENDPOINT_URL_SQS", sqstest.Endpoint(t))
+	password, _ := broker.User.Password()
+	port := broker.Port()
+	if port == "" {
+		port = "5672"
+	}
+	for k, v := range map[string]string{
+		"RMQ_ORDERS_RABBITMQ_SCHEME":   broker.Scheme,
+		"RMQ_ORDERS_RABBITMQ_USER":     broker.User.Username(),
+		"RMQ_ORDERS_RABBITMQ_PASSWORD": password,
+		"RMQ_ORDERS_RABBITMQ_HOST":     broker.Hostname(),
+		"RMQ_ORDERS_RABBITMQ_PORT":     port,
+	} {
+		t.Setenv(k, v)
+	}
+	parts := strings.Split(strings.TrimRight(dstURL, "/"), "/")
+	body, err := json.Marshal(map[string]any{
+		"Name":    "rmq-orders",
+		"RoleArn": "arn:aws:iam::123456789012:role/pipe",
+		"Source":  "arn:aws:mq:us-east-1:123456789012:broker:shop:b-0123abcd-4567-89ef-0123-456789abcdef",
+		"SourceParameters": map[string]any{"RabbitMQBrokerParameters": map[string]any{
+			"Credentials": map[string]any{"BasicAuth": "arn:aws:secretsmanager:us-east-1:123456789012:secret:rmq"},
+			"QueueName":   queue,
+			"BatchSize":   5,
+		}},
+		"Target": fmt.Sprintf("arn:aws:sqs:us-east-1:%s:%s", parts[len(parts)-2], parts[len(parts)-1]),
+		"TargetParameters": map[string]any{
+			"InputTemplate": `{"order": <$.data.id>, "key": "<$.eventSourceKey>"}`,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "create-pipe.json")
+	if err := os.WriteFile(file, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rabbittest.Publish(t, queue, `{"id":1}`, `{"id":2}`, `{"id":3}`)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var runOut, runErr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"run", "--aws", file, "--metrics-addr", ""}, nil, &runOut, &runErr)
+	}()
+	waitUntil(t, 60*time.Second, "three messages on the target queue and the broker's queue empty", func() bool {
+		select {
+		case code := <-done:
+			done <- code
+			return true
+		default:
+		}
+		visible, _ := sqstest.Count(t, client, dstURL)
+		return visible >= 3 && rabbittest.Count(t, queue) == 0
+	})
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("run --aws exit %d: %s", code, runErr.String())
+	}
+	got := sqstest.DrainBodies(t, client, dstURL)
+	slices.Sort(got)
+	want := []string{
+		`{"order": 1, "key": "` + queue + `::/"}`,
+		`{"order": 2, "key": "` + queue + `::/"}`,
+		`{"order": 3, "key": "` + queue + `::/"}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("target queue got %q, want %q", got, want)
 	}
 }
