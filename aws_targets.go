@@ -92,6 +92,10 @@ func buildAWSTarget(ctx context.Context, s config.Pipe, t config.Target, env *En
 			EventBusName:     t.EventBusName,
 			Source:           t.EventSource,
 			DetailType:       t.DetailType,
+			EventSource:      eventSourceOf(s.Source.Type),
+			Resources:        t.Resources,
+			Time:             t.Time,
+			EndpointID:       t.EndpointID,
 			Vars:             vars,
 			ParamsFromRecord: paramsFromRecord,
 			Region:           t.Region,
@@ -114,6 +118,15 @@ func buildAWSTarget(ctx context.Context, s config.Pipe, t config.Target, env *En
 		})
 	}
 	return nil, fmt.Errorf("target type %q is not an AWS target", t.Type)
+}
+
+// eventSourceOf is the eventSource of the records of a source type, for
+// the EventBridge target's default detail-type.
+func eventSourceOf(sourceType string) string {
+	if sourceType == "rabbitmq" {
+		return "aws:rmq"
+	}
+	return "aws:sqs"
 }
 
 // checkAWSTarget reports what the AWS target t (at field, e.g. "target" or

@@ -49,9 +49,12 @@ func testClientErrorsGoToTheDeadLetterQueueAtOnceWithTheirContext(t *testing.T, 
 	var mu sync.Mutex
 	calls := make(map[string]int)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
+		b, _ := io.ReadAll(r.Body)
+		// {"data": <$.body>} carries the body as sent (a bare <$.body> is
+		// de-quoted, as in AWS).
+		body := strings.TrimSuffix(strings.TrimPrefix(string(b), `{"data": `), "}")
 		mu.Lock()
-		calls[string(body)]++
+		calls[body]++
 		mu.Unlock()
 		if strings.Contains(string(body), "invalid") {
 			http.Error(w, "schema violation: n must not be invalid", http.StatusBadRequest)
@@ -67,7 +70,7 @@ target:
   type: http
   url: %s
   batch: false
-  input_template: <$.body>
+  input_template: '{"data": <$.body>}'
 dead_letter:
   type: sqs
   queue_url: %s

@@ -351,6 +351,7 @@ func (d *decoder) redrivePolicy(b *block) *RedrivePolicy {
 func (d *decoder) filter(b *block) *Filter {
 	f := &Filter{}
 	f.Patterns, f.PatternsPos = d.patterns(b)
+	d.lintPatterns(f.Patterns, f.PatternsPos, b.field("patterns"))
 	if b.has("jq") {
 		f.JQ, f.JQPos = b.strPos("jq")
 	}
@@ -388,6 +389,7 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 	e.Type = b.enum("type", "", "http", "lambda", "jq")
 	e.URL = b.str("url")
 	e.InputTemplate = b.str("input_template")
+	d.lintTemplate(b.at("input_template"), b.field("input_template"), e.InputTemplate)
 	e.Headers = b.headers("headers")
 	e.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
 	e.JQ = b.str("jq")
@@ -432,13 +434,14 @@ var targetKeys = []string{
 	"region", "endpoint", "queue_url", "message_group_id", "message_deduplication_id",
 	"topic_arn", "event_bus_name", "source", "detail_type", "function_name", "invocation_type", "retry",
 	"exchange", "routing_key", "persistent", "mandatory", "offload",
+	"endpoint_id", "resources", "time",
 }
 
 // awsTargetKeys are the keys only AWS targets take, by type.
 var awsTargetKeys = map[string][]string{
 	"sqs":         {"queue_url", "message_group_id", "message_deduplication_id"},
 	"sns":         {"topic_arn", "message_group_id", "message_deduplication_id"},
-	"eventbridge": {"event_bus_name", "source", "detail_type"},
+	"eventbridge": {"event_bus_name", "source", "detail_type", "endpoint_id", "resources", "time"},
 	"lambda":      {"function_name", "invocation_type"},
 }
 
@@ -480,6 +483,7 @@ func (d *decoder) target(b *block) Target {
 	t.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
 	t.InsecureSkipVerify = b.boolean("insecure_skip_verify", false)
 	t.InputTemplate = b.str("input_template")
+	d.lintTemplate(b.at("input_template"), b.field("input_template"), t.InputTemplate)
 	t.Func = b.str("func")
 	t.FailOn = b.str("fail_on")
 	t.Region = b.str("region")
@@ -492,6 +496,9 @@ func (d *decoder) target(b *block) Target {
 	t.EventBusName = b.str("event_bus_name")
 	t.EventSource = b.str("source")
 	t.DetailType = b.str("detail_type")
+	t.EndpointID = b.str("endpoint_id")
+	t.Resources = b.strings("resources", 10)
+	t.Time = b.str("time")
 	t.FunctionName = b.str("function_name")
 	t.InvocationType = b.enum("invocation_type", "", "RequestResponse", "Event")
 	if t.Type == "lambda" && t.InvocationType == "" {
@@ -527,8 +534,8 @@ func (d *decoder) target(b *block) Target {
 	case "sns":
 		require("topic_arn", "an sns")
 	case "eventbridge":
-		require("source", "an eventbridge")
-		require("detail_type", "an eventbridge")
+		// Without source and detail_type, Pipes' defaults apply: the
+		// pipe's ARN and "Event from aws:sqs" (target/eventbridge).
 		if t.EventBusName == "" {
 			t.EventBusName = "default"
 		}
@@ -550,7 +557,8 @@ func (d *decoder) target(b *block) Target {
 	}
 	if t.Type != "" {
 		for _, k := range []string{"queue_url", "message_group_id", "message_deduplication_id",
-			"topic_arn", "event_bus_name", "source", "detail_type", "function_name", "invocation_type"} {
+			"topic_arn", "event_bus_name", "source", "detail_type", "function_name", "invocation_type",
+			"endpoint_id", "resources", "time"} {
 			if !containsKey(awsTargetKeys[t.Type], k) {
 				b.only("only for "+typesTaking(k)+" targets", k)
 			}
@@ -569,4 +577,26 @@ func (d *decoder) target(b *block) Target {
 		b.only("only for http targets", "query")
 	}
 	return t
+}
+
+// strings is key's list of strings (at most max), nil when absent.
+func (b *block) strings(key string, max int) []string {
+	n := deref(b.vals[key])
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		b.d.errorf(b.d.pos(n), b.field(key), "must be a list of strings, got %s", kindName(n))
+		return nil
+	}
+	if len(n.Content) > max {
+		b.d.errorf(b.d.pos(n), b.field(key), "must list at most %d values, got %d", max, len(n.Content))
+	}
+	var out []string
+	for i, e := range n.Content {
+		if s, ok := b.d.scalarOf(e, b.field(key)+"["+strconv.Itoa(i)+"]", "a string"); ok {
+			out = append(out, s.text)
+		}
+	}
+	return out
 }

@@ -245,11 +245,20 @@ type Target struct {
 	// sns: key `topic_arn` (also takes message_group_id and
 	// message_deduplication_id for FIFO topics).
 	TopicARN string
-	// eventbridge: keys `event_bus_name` (default "default"), `source`,
-	// `detail_type`; each may be a template.
+	// eventbridge: keys `event_bus_name` (default "default"), `source`
+	// (default: the pipe's ARN, as Pipes), `detail_type` (default "Event
+	// from aws:sqs", or aws:rmq for a rabbitmq source); each may be a
+	// template.
 	EventBusName string
 	EventSource  string
 	DetailType   string
+	// EndpointID, Resources and Time are the rest of Pipes'
+	// EventBridgeEventBusParameters: keys `endpoint_id` (a global
+	// endpoint), `resources` (up to 10 ARNs, each may be a template) and
+	// `time` (RFC 3339, usually a dynamic path like `$.body.time`).
+	EndpointID string
+	Resources  []string
+	Time       string
 	// lambda: keys `function_name`, `invocation_type` (RequestResponse,
 	// the default, or Event).
 	FunctionName   string

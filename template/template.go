@@ -27,19 +27,23 @@
 //     a string, as in AWS's "Input transform example" where an unquoted
 //     `<$.detail.instance-id>` gives "i-0123456789".
 //   - Inside a JSON string (`{"a": "Hi <$.body.x>"}`): the value as text,
-//     escaped for the string: strings without their quotes, other values as
-//     their compact JSON text (escaped, so the output stays valid JSON; AWS
-//     strips the inner quotes instead).
-//   - Text template: strings raw, other values as compact JSON.
+//     escaped for the string: strings without their quotes, numbers,
+//     booleans and null as their JSON text, objects and arrays with their
+//     inner quotes removed (`{k: v, n: 1}`), as AWS does.
+//   - Text template: strings raw, objects and arrays de-quoted as above,
+//     other values as their JSON text. A template that is one placeholder
+//     (`<$.body>`) is text too, so a bare `<$.body>` on a JSON body gives
+//     AWS's de-quoted `{key: value}` (the caveat of SPEC §5.1); write
+//     `{"data": <$.body>}` for real JSON.
 //
 // A path that matches nothing (a missing key, an index out of range, a
-// wildcard that matches nothing, a key under a non-JSON body) gives JSON null
-// as a bare value and nothing inside a string or a text template. AWS does
-// not document this case for Pipes.
+// wildcard that matches nothing, a key under a non-JSON body) gives nothing,
+// as a bare JSON value too (`[<$.missing>]` gives `[]`, `{"a": <$.missing>}`
+// gives `{"a": }`): AWS's behaviour. Such output is not vouched for as JSON.
 //
-// `<$.body>` on a body that is valid JSON gives the body exactly as sent
-// (compacted as a JSON value), not AWS's de-quoted text (the caveat of
-// SPEC §5.1); on a body that is not JSON it gives the raw string.
+// `<aws.pipes.event>` and `<aws.pipes.event.json>` are written as they are
+// (no de-quoting); on a body that is not JSON `<$.body>` gives the raw
+// string.
 //
 // `<aws.pipes.event>` is the event as the transformer receives it (the
 // record with its body as a string, or the enrichment's answer);
@@ -408,4 +412,29 @@ func (t *Template) decideKind() error {
 		return syntaxErr(t.src, len(t.src), "not valid JSON: %v", err)
 	}
 	return syntaxErr(t.src, off, "not valid JSON: %v at %q", err, excerpt(t.src, off))
+}
+
+// IsDynamicPath reports whether v is, as a whole, a JSON path: Pipes'
+// "dynamic path parameter" form (`$.body.customer_id`), which target and
+// enrichment parameters take in place of a constant.
+func IsDynamicPath(v string) bool {
+	return v == "$" || strings.HasPrefix(v, "$.") || strings.HasPrefix(v, "$[")
+}
+
+// ParseParameter compiles a templated parameter of a target or an
+// enrichment (a message group id, a header value, a query value, a routing
+// key, ...). As in EventBridge Pipes, a value that is a bare JSON path
+// (`$.body.id`, the whole value) is evaluated per event; pipes also takes
+// `<$.path>` and `<aws.pipes.*>` placeholders inside text. It returns nil
+// for a constant (no path, no placeholder), and a *SyntaxError for a path
+// outside the supported subset. It does not block and is safe for
+// concurrent use; the template it returns is immutable.
+func ParseParameter(v string) (*Template, error) {
+	switch {
+	case IsDynamicPath(v):
+		return Parse("<" + v + ">")
+	case !strings.Contains(v, "<$") && !strings.Contains(v, "<aws."):
+		return nil, nil
+	}
+	return Parse(v)
 }

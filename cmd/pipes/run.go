@@ -25,6 +25,7 @@ import (
 
 type runFlags struct {
 	files            []string
+	aws              []string // EventBridge Pipes definitions, imported in memory (import.go)
 	metricsAddr      string
 	logFormat        string
 	logLevel         string
@@ -47,6 +48,7 @@ func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder (repeatable)")
+	fl.StringArrayVar(&f.aws, "aws", nil, "EventBridge Pipes definition to run (describe-pipe JSON, CreatePipe body, CloudFormation/SAM/CDK template), imported in memory (repeatable)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", `address for /metrics, /healthz and /readyz ("" turns it off)`)
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "runner log level: debug, info, warn or error (pipes' execution logs follow each pipe's logging.level)")
@@ -99,7 +101,7 @@ func loadSpecs(reg *pipes.Registry, files []string) ([]config.Pipe, error) {
 // through the run's logger, and a second one cuts the stop short.
 func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io.Writer) error {
 	reg := pipes.NewRegistry()
-	specs, err := loadSpecs(reg, f.files)
+	specs, err := loadRunSpecs(reg, f.files, f.aws, stderr)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ package param
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
@@ -24,16 +23,12 @@ type Param struct {
 // value) or a value with `<$…>` / `<aws.…>` placeholders is a template;
 // anything else is a constant. name says which parameter it is, for errors.
 func Parse(name, v string) (Param, error) {
-	src := v
+	t, err := template.ParseParameter(v)
 	switch {
-	case v == "$" || strings.HasPrefix(v, "$.") || strings.HasPrefix(v, "$["):
-		src = "<" + v + ">"
-	case !strings.Contains(v, "<$") && !strings.Contains(v, "<aws."):
-		return Param{text: v}, nil
-	}
-	t, err := template.Parse(src)
-	if err != nil {
+	case err != nil:
 		return Param{}, fmt.Errorf("%s %q: %w", name, v, err)
+	case t == nil:
+		return Param{text: v}, nil
 	}
 	return Param{tmpl: t}, nil
 }

@@ -5,8 +5,10 @@
 //
 // Each entry's Detail is the event's payload, which must be a JSON object
 // (an event whose payload is not one fails alone, permanently). Its
-// EventBusName, Source and DetailType are constants or templates rendered
-// per event.
+// EventBusName, Source, DetailType, Resources and Time are constants or
+// templates rendered per event. As in EventBridge Pipes, a missing Source
+// is the pipe's ARN and a missing DetailType is "Event from " and the
+// source records' eventSource ("Event from aws:sqs").
 //
 // Failures are classified once, here: entries refused with
 // ThrottlingException are pipe.Throttled, with InternalException (or
@@ -18,6 +20,7 @@ package eventbridge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,10 +63,26 @@ type Config struct {
 	// placeholders (`<$.body.kind>`), or a Pipes dynamic path
 	// (`$.body.kind`), rendered per event.
 	EventBusName string
-	// Source is each event's source. Required.
+	// Source is each event's source; default Vars.PipeARN, as Pipes uses
+	// the pipe's ARN.
 	Source string
-	// DetailType is each event's detail-type. Required.
+	// DetailType is each event's detail-type; default "Event from " and
+	// EventSource, as Pipes does ("Event from aws:sqs").
 	DetailType string
+	// EventSource is the eventSource of the pipe's source records, for the
+	// default DetailType: "aws:sqs" (the default) or "aws:rmq".
+	EventSource string
+	// Resources are the ARNs the event concerns (at most 10; each a
+	// constant, template or dynamic path; those rendering empty are left
+	// out).
+	Resources []string
+	// Time is the event's time stamp (RFC 3339, usually a dynamic path such
+	// as `$.body.time`); an empty rendering leaves it to PutEvents' time, a
+	// value that is not RFC 3339 fails the event permanently.
+	Time string
+	// EndpointID sends the events through an EventBridge global endpoint
+	// (its URL subdomain, "abcde.veo").
+	EndpointID string
 	// Vars are the reserved variables of the templates above.
 	Vars template.Vars
 	// ParamsFromRecord renders EventBusName, Source and DetailType against
@@ -105,6 +124,9 @@ type Target struct {
 	bus         param.Param
 	source      param.Param
 	detailType  param.Param
+	resources   []param.Param
+	time        param.Param
+	endpointID  string
 	vars        template.Vars
 	fromRecord  bool
 	timeout     time.Duration
@@ -151,17 +173,33 @@ func newTarget(cfg Config) (*Target, error) {
 	if err != nil {
 		problems = append(problems, err)
 	}
-	if cfg.Source == "" {
-		problems = append(problems, errors.New("source is required"))
+	src := cfg.Source
+	if src == "" {
+		src = cfg.Vars.PipeARN
 	}
-	source, err := param.Parse("source", cfg.Source)
+	if src == "" {
+		problems = append(problems, errors.New("source is required (or the pipe's ARN in Vars)"))
+	}
+	source, err := param.Parse("source", src)
 	if err != nil {
 		problems = append(problems, err)
 	}
-	if cfg.DetailType == "" {
-		problems = append(problems, errors.New("detail type is required"))
+	detailType, err := param.Parse("detail type", cmp.Or(cfg.DetailType, DefaultDetailType(cfg.EventSource)))
+	if err != nil {
+		problems = append(problems, err)
 	}
-	detailType, err := param.Parse("detail type", cfg.DetailType)
+	if len(cfg.Resources) > 10 {
+		problems = append(problems, fmt.Errorf("%d resources; PutEvents takes at most 10", len(cfg.Resources)))
+	}
+	var resources []param.Param
+	for i, r := range cfg.Resources {
+		p, err := param.Parse(fmt.Sprintf("resources[%d]", i), r)
+		if err != nil {
+			problems = append(problems, err)
+		}
+		resources = append(resources, p)
+	}
+	tm, err := param.Parse("time", cfg.Time)
 	if err != nil {
 		problems = append(problems, err)
 	}
@@ -178,6 +216,9 @@ func newTarget(cfg Config) (*Target, error) {
 		bus:         bus,
 		source:      source,
 		detailType:  detailType,
+		resources:   resources,
+		time:        tm,
+		endpointID:  cfg.EndpointID,
 		vars:        cfg.Vars,
 		fromRecord:  cfg.ParamsFromRecord,
 		timeout:     cfg.Timeout,
@@ -253,16 +294,44 @@ func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
 			return entry{}, pipe.Permanent(fmt.Errorf("message %s: the %s %q rendered empty", ev.ID(), p.name, p.param))
 		}
 	}
-	return entry{
-		ev: i,
-		req: types.PutEventsRequestEntry{
-			EventBusName: aws.String(bus),
-			Source:       aws.String(source),
-			DetailType:   aws.String(detailType),
-			Detail:       aws.String(string(ev.Payload)),
-		},
-		size: timeBytes + len(source) + len(detailType) + len(ev.Payload),
-	}, nil
+	req := types.PutEventsRequestEntry{
+		EventBusName: aws.String(bus),
+		Source:       aws.String(source),
+		DetailType:   aws.String(detailType),
+		Detail:       aws.String(string(ev.Payload)),
+	}
+	size := timeBytes + len(source) + len(detailType) + len(ev.Payload)
+	for _, r := range t.resources {
+		if v := r.Render(view, t.vars); v != "" {
+			req.Resources = append(req.Resources, v)
+			size += len(v)
+		}
+	}
+	if t.time.Set() {
+		if v := t.time.Render(view, t.vars); v != "" {
+			at, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return entry{}, pipe.Permanent(fmt.Errorf("message %s: the time %q rendered %q, which is not an RFC 3339 time stamp", ev.ID(), t.time, v))
+			}
+			req.Time = aws.Time(at)
+		}
+	}
+	return entry{ev: i, req: req, size: size}, nil
+}
+
+// DefaultDetailType is the detail-type Pipes gives events put on a bus
+// without one: "Event from " and the source's eventSource (default
+// "aws:sqs").
+func DefaultDetailType(eventSource string) string {
+	return "Event from " + cmp.Or(eventSource, "aws:sqs")
+}
+
+// endpointID is the EndpointId of a call: nil for none.
+func endpointID(id string) *string {
+	if id == "" {
+		return nil
+	}
+	return aws.String(id)
 }
 
 // isJSONObject reports whether p is one JSON object.
@@ -291,7 +360,7 @@ func (t *Target) send(ctx context.Context, chunk []entry, errs []error) batching
 	}
 	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
-	res, err := t.api.PutEvents(callCtx, &eventbridge.PutEventsInput{Entries: reqs})
+	res, err := t.api.PutEvents(callCtx, &eventbridge.PutEventsInput{Entries: reqs, EndpointId: endpointID(t.endpointID)})
 	if err != nil {
 		err = classifier.Classify(err)
 		if len(chunk) > 1 && awsclient.EntrySpecific(err, entrySpecificCodes) && ctx.Err() == nil {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/eventbridge"
+	"github.com/pipesproject/pipes/template"
 )
 
 // putEntry is a PutEvents request entry as it travels.
@@ -36,6 +37,8 @@ type putEntry struct {
 	DetailType   string
 	Detail       string
 	EventBusName string
+	Resources    []string
+	Time         float64 // epoch seconds on the wire
 }
 
 // fake is EventBridge's PutEvents endpoint. answer decides a call: an HTTP
@@ -138,10 +141,10 @@ func start(t *testing.T, f *fake, cfg eventbridge.Config) *eventbridge.Target {
 	f.t = t
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	if cfg.Source == "" {
+	if cfg.Source == "" && cfg.Vars.PipeARN == "" {
 		cfg.Source = "pipes.test"
 	}
-	if cfg.DetailType == "" {
+	if cfg.DetailType == "" && cfg.Vars.PipeARN == "" {
 		cfg.DetailType = "Order"
 	}
 	cfg.Endpoint = srv.URL
@@ -399,8 +402,8 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		cfg  eventbridge.Config
 		want string
 	}{
-		{"a missing source is rejected", eventbridge.Config{DetailType: "x"}, "source is required"},
-		{"a missing detail type is rejected", eventbridge.Config{Source: "x"}, "detail type is required"},
+		{"a missing source without the pipe's ARN is rejected", eventbridge.Config{DetailType: "x"}, "source is required"},
+		{"more than 10 resources are rejected", eventbridge.Config{Source: "x", Resources: make([]string, 11)}, "at most 10"},
 		{"a template that does not parse is rejected", eventbridge.Config{Source: "<$.a", DetailType: "x"}, `source "<$.a"`},
 		{"no region is rejected", eventbridge.Config{Source: "x", DetailType: "y", AWSConfig: &aws.Config{}}, "no AWS region"},
 	}
@@ -414,5 +417,109 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 				t.Errorf("New = %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// Pipes' defaults when EventBridgeEventBusParameters has no Source or
+// DetailType: the pipe's ARN and "Event from " + the source's eventSource
+// (issue 14: detail-type "Event from aws:sqs", source the pipe's ARN).
+func TestMissingSourceAndDetailTypeTakePipesDefaults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, eventSource, wantDetailType string
+	}{
+		{"an SQS source", "", "Event from aws:sqs"},
+		{"a RabbitMQ source", "aws:rmq", "Event from aws:rmq"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fake{}
+			tg := start(t, f, eventbridge.Config{EventSource: tt.eventSource, Vars: template.Vars{PipeARN: "pipes:orders"}})
+			if res, err := tg.Deliver(t.Context(), []*pipe.Event{payloadEvent("m1", `{}`)}); err != nil || len(res.Failures) > 0 {
+				t.Fatalf("Deliver = %+v, %v", res, err)
+			}
+			if got := f.put[0]; got.Source != "pipes:orders" || got.DetailType != tt.wantDetailType {
+				t.Errorf("source, detail-type = %q, %q; want pipes:orders, %q", got.Source, got.DetailType, tt.wantDetailType)
+			}
+		})
+	}
+}
+
+// PipeTargetEventBridgeEventBusParameters: "Resources: AWS resources,
+// identified by Amazon Resource Name (ARN), which the event primarily
+// concerns" and "Time: The time stamp of the event, per RFC3339. If no
+// time stamp is provided, the time stamp of the PutEvents call is used."
+// Both may be dynamic paths.
+func TestResourcesAndTimeAreRenderedPerEvent(t *testing.T) {
+	t.Parallel()
+	f := &fake{}
+	tg := start(t, f, eventbridge.Config{Resources: []string{"arn:aws:s3:::bucket", "$.body.arn", "$.body.missing"}, Time: "$.body.at"})
+	good := `{"arn":"arn:aws:sqs:us-east-1:123456789012:q","at":"2026-12-01T10:00:00Z"}`
+	var evs []*pipe.Event
+	for i, b := range []string{good, `{"at":"yesterday"}`, `{"arn":"arn:aws:sns:us-east-1:123456789012:t"}`} {
+		ev, err := pipe.NewEvent(&pipe.Message{MessageID: fmt.Sprint("m", i+1), Body: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	res, err := tg.Deliver(t.Context(), evs)
+	if err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	if got := failedIDs(res); !slices.Equal(got, []string{"m2"}) {
+		t.Errorf("failed = %q, want m2 (a time that is not RFC 3339)", got)
+	}
+	if len(res.Failures) == 1 && !pipe.IsPermanent(res.Failures[0].Err) {
+		t.Errorf("m2's failure %v is not permanent", res.Failures[0].Err)
+	}
+	var e1 putEntry
+	for _, e := range f.put {
+		if strings.Contains(e.Detail, `"messageId":"m1"`) {
+			e1 = e
+		}
+	}
+	if !slices.Equal(e1.Resources, []string{"arn:aws:s3:::bucket", "arn:aws:sqs:us-east-1:123456789012:q"}) || e1.Time != float64(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).Unix()) {
+		t.Errorf("m1 entry = %+v; want two resources and the body's time", e1)
+	}
+}
+
+// PipeTargetEventBridgeEventBusParameters.EndpointId: "The URL subdomain
+// of the endpoint": the events go through that global endpoint; the call
+// carries it (and is signed with SigV4a, so this server checks no
+// signature).
+func TestEndpointIDIsSentWithTheCall(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			EndpointId string
+			Entries    []putEntry
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &in)
+		mu.Lock()
+		got = append(got, in.EndpointId)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		fmt.Fprintf(w, `{"FailedEntryCount":0,"Entries":[{"EventId":"e1"}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	tg, err := eventbridge.New(t.Context(), eventbridge.Config{
+		Source: "s", DetailType: "d", EndpointID: "abcde.veo", Endpoint: srv.URL,
+		AWSConfig: &aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDPIPESTEST", "pipes-test-secret", "")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := tg.Deliver(t.Context(), []*pipe.Event{payloadEvent("m1", `{}`)}); err != nil || len(res.Failures) > 0 {
+		t.Fatalf("Deliver = %+v, %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, []string{"abcde.veo"}) {
+		t.Errorf("EndpointId sent = %q, want abcde.veo", got)
 	}
 }

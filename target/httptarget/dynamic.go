@@ -12,8 +12,22 @@ import (
 
 // HasPlaceholder reports whether s holds a Pipes template placeholder
 // (`<$.path>` or a reserved `<aws.pipes.…>` variable).
+//
+// A value that is, as a whole, a valid JSON path (`$.body.tenant`) counts
+// too: Pipes' dynamic path parameter. One that only starts like a path but
+// is not one (`$.5 off`) stays a constant, so that a secret header value is
+// never quoted in a path error.
 func HasPlaceholder(s string) bool {
-	return strings.Contains(s, "<$") || strings.Contains(s, "<aws.")
+	return strings.Contains(s, "<$") || strings.Contains(s, "<aws.") || isDynamicPath(s)
+}
+
+// isDynamicPath reports whether s is a valid bare JSON path.
+func isDynamicPath(s string) bool {
+	if !template.IsDynamicPath(s) {
+		return false
+	}
+	_, err := template.Parse("<" + s + ">")
+	return err == nil
 }
 
 // dynamic renders the parts of a request that come from the record: the
@@ -106,7 +120,11 @@ func partsInHost(raw string) bool {
 func parseNamed(m map[string]string, what string) ([]namedTemplate, error) {
 	var out []namedTemplate
 	for name, v := range m {
-		t, err := template.Parse(v)
+		src := v
+		if isDynamicPath(v) { // Pipes' dynamic path parameter: the whole value
+			src = "<" + v + ">"
+		}
+		t, err := template.Parse(src)
 		if err != nil {
 			return nil, fmt.Errorf("%s %q: %w", what, name, err)
 		}

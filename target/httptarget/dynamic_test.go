@@ -96,3 +96,46 @@ func TestDynamicParametersReadTheRecordNotTheRenderedPayload(t *testing.T) {
 		t.Fatalf("path %q, want the record's value (Pipes evaluates dynamic parameters before the input template)", path)
 	}
 }
+
+// Pipes' dynamic path parameters: "the whole value must be a JSON path",
+// evaluated against the event before input transformation; allowed on
+// header values and query string parameters of HttpParameters (SPEC §5.1,
+// eb-pipes-event-target "Dynamic path parameters"). pipes takes both that
+// bare form and `<$.path>` in the same keys.
+func TestBareJSONPathHeaderAndQueryValuesAreDynamic(t *testing.T) {
+	tests := []struct {
+		name, header, query, want string
+	}{
+		{"bare paths", "$.body.tenant", "$.body.id", "q=7 tenant=acme"},
+		{"placeholders", "<$.body.tenant>", "<$.body.id>", "q=7 tenant=acme"},
+		{"a constant that merely holds a dollar", "US$.5", "a$.b", "q=a%24.b tenant=US$.5"},
+		{"a constant that starts like a path but is not one", "$.secret token", "$.a b", "q=%24.a+b tenant=$.secret token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var seen []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				seen = append(seen, r.URL.RawQuery+" tenant="+r.Header.Get("X-Tenant"))
+				mu.Unlock()
+			}))
+			defer srv.Close()
+			tg, err := httptarget.New(httptarget.Config{
+				URL: srv.URL, Batch: false,
+				Query:   map[string]string{"q": tt.query},
+				Headers: map[string]string{"X-Tenant": tt.header},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := tg.Deliver(context.Background(), []*pipe.Event{recordEvent("m1", `{"id":7,"tenant":"acme"}`)})
+			if err != nil || len(res.Failures) != 0 {
+				t.Fatalf("Deliver: %v %v", res, err)
+			}
+			if len(seen) != 1 || seen[0] != tt.want {
+				t.Errorf("request %q, want %q", seen, tt.want)
+			}
+		})
+	}
+}

@@ -124,7 +124,7 @@ func New(cfg Config) (*Target, error) {
 			problems = append(problems, fmt.Errorf("header name %q is not valid", name))
 			continue
 		}
-		tmpl, err := template.Parse(value)
+		tmpl, err := template.ParseParameter(value)
 		if err != nil {
 			problems = append(problems, fmt.Errorf("header %q: %w", name, err))
 			continue

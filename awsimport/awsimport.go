@@ -1,0 +1,244 @@
+// Package awsimport turns Amazon EventBridge Pipes definitions into pipes
+// pipeline files: the JSON of `aws pipes describe-pipe`, a CreatePipe
+// request body, and CloudFormation, SAM or CDK-synthesized templates (YAML
+// or JSON) with every AWS::Pipes::Pipe resource in them.
+//
+// Field names follow the Pipes API reference (CreatePipe,
+// PipeSourceParameters, PipeTargetParameters, PipeEnrichmentParameters)
+// and the AWS::Pipes::Pipe resource, which uses the same names.
+// Intrinsics (Ref, Fn::GetAtt, Fn::Sub, Fn::Join, Fn::Select, Fn::Split, in
+// short or long form) are resolved from Options.Params, then from the
+// template's own parameters and resources, and otherwise left as `${ENV}`
+// references that the pipes loader reads from the environment.
+//
+// What pipes cannot run (Step Functions, Kinesis and other targets;
+// ActiveMQ, Kinesis, DynamoDB and Kafka sources; parameters with no pipes
+// key) is left out and reported in Result.LeftOut with its path in the
+// input; the rest imports.
+package awsimport
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Options tune an import.
+type Options struct {
+	// Params give values to template parameters, pseudo parameters
+	// (AWS::Region, AWS::AccountId, AWS::StackName) and references: a key
+	// is what a Ref names ("QueueUrl", "AWS::Region", "OrdersQueue") or
+	// what a GetAtt names ("OrdersQueue.Arn"), or the export name of an
+	// Fn::ImportValue.
+	Params map[string]string
+	// LookupEnv, when set, resolves at import time the values that would
+	// otherwise be left as `${ENV}` references: a template parameter or a
+	// pseudo parameter whose variable (as Result.Env names it) is set is
+	// replaced by its value. `pipes run --aws` sets it; `pipes import aws`
+	// does not, so that the file it writes stays portable.
+	LookupEnv func(string) (string, bool)
+}
+
+// Problem is something of the input, at Path (dotted, as in the input:
+// "Resources.OrdersPipe.Properties.Target"), with what happened to it.
+type Problem struct {
+	Path string
+	Msg  string
+}
+
+// String formats p as "path: message".
+func (p Problem) String() string { return p.Path + ": " + p.Msg }
+
+// Result is what an import gives.
+type Result struct {
+	// YAML is the pipeline file: one pipe at top level, or several under
+	// `pipes:`, each with a comment naming where it came from. It is nil
+	// when no pipe could be imported.
+	YAML []byte
+	// Pipes are the names of the imported pipes, in output order.
+	Pipes []string
+	// LeftOut are the parts of the input that were not imported: a whole
+	// pipe whose source or target pipes cannot run, or a parameter with
+	// no pipes key.
+	LeftOut []Problem
+	// Notes are things the user should know that change nothing of the
+	// behaviour (a value left to the environment, a default taken).
+	Notes []Problem
+	// Env are the environment variables the YAML reads, sorted.
+	Env []string
+}
+
+// Import converts the definitions in data (the file's name is file, used
+// in comments) into a pipeline file. It fails only when data is not JSON or
+// YAML, or holds no pipe definition; what it cannot map is in
+// Result.LeftOut. It does no I/O (Options.LookupEnv aside), does not block,
+// and is safe for concurrent use.
+func Import(file string, data []byte, opts Options) (*Result, error) {
+	doc, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", file, err)
+	}
+	root := mapping(doc)
+	if root == nil {
+		return nil, fmt.Errorf("reading %s: expected a JSON object or YAML mapping at the top", file)
+	}
+	res := &Result{}
+	r := &resolver{
+		params:    opts.Params,
+		lookupEnv: opts.LookupEnv,
+		tmplParam: mapping(root["Parameters"]),
+		resources: map[string]map[string]any{},
+		env:       map[string]bool{},
+		notes:     &res.Notes,
+	}
+	if r.params == nil {
+		r.params = map[string]string{}
+	}
+	type def struct {
+		path, logical, what string
+		props               map[string]any
+	}
+	var defs []def
+	switch {
+	case mapping(root["Resources"]) != nil:
+		rs := mapping(root["Resources"])
+		for _, id := range sortedKeys(rs) {
+			if m := mapping(rs[id]); m != nil {
+				r.resources[id] = m
+			}
+		}
+		for _, id := range sortedKeys(rs) {
+			if resType(r.resources[id]) != "AWS::Pipes::Pipe" {
+				continue
+			}
+			what := "AWS::Pipes::Pipe"
+			if c, ok := r.resources[id]["Condition"].(string); ok {
+				res.Notes = append(res.Notes, Problem{Path: "Resources." + id + ".Condition", Msg: fmt.Sprintf("the pipe exists in AWS only when condition %s holds; it is imported regardless", c)})
+			}
+			if p, ok := mapping(r.resources[id]["Metadata"])["aws:cdk:path"].(string); ok {
+				what += ", CDK path " + p
+			}
+			defs = append(defs, def{path: "Resources." + id, logical: id, what: what, props: mapping(r.resources[id]["Properties"])})
+		}
+		if len(defs) == 0 {
+			return nil, fmt.Errorf("reading %s: the template has no AWS::Pipes::Pipe resource", file)
+		}
+	case root["Source"] != nil && root["Target"] != nil:
+		what := "CreatePipe request"
+		if root["Arn"] != nil || root["CurrentState"] != nil || root["CreationTime"] != nil {
+			what = "describe-pipe output"
+		}
+		defs = append(defs, def{path: "", logical: "", what: what, props: root})
+	default:
+		return nil, fmt.Errorf("reading %s: neither a template with Resources nor a pipe with Source and Target (describe-pipe output or a CreatePipe request)", file)
+	}
+
+	var pipes []*yaml.Node
+	names := map[string]bool{}
+	for _, d := range defs {
+		m := &mapper{r: r, res: res, base: d.path}
+		envBefore := maps.Clone(r.env)
+		notesBefore := len(res.Notes)
+		p, name := m.pipe(d.props, d.logical)
+		if p == nil {
+			// What a left-out pipe needed is not asked for.
+			r.env = envBefore
+			res.Notes = res.Notes[:notesBefore]
+			continue
+		}
+		for base, i := name, 2; names[name]; i++ {
+			name = fmt.Sprintf("%s-%d", base, i)
+			setName(p, name)
+			if !names[name] {
+				res.Notes = append(res.Notes, Problem{Path: d.path, Msg: fmt.Sprintf("an earlier pipe is named %q too; this one is named %q", base, name)})
+			}
+		}
+		names[name] = true
+		where := d.what
+		if d.path != "" {
+			where = d.path + " (" + d.what + ")"
+		}
+		p.HeadComment = "imported from " + where + " of " + file
+		pipes = append(pipes, p)
+		res.Pipes = append(res.Pipes, name)
+	}
+	res.Env = r.sortedEnv()
+	if len(pipes) == 0 {
+		return res, nil
+	}
+	out := pipes[0]
+	if len(pipes) > 1 {
+		out = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+			scalar("pipes"), {Kind: yaml.SequenceNode, Tag: "!!seq", Content: pipes},
+		}}
+		out.HeadComment = fmt.Sprintf("%d pipes imported from %s", len(pipes), file)
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(out); err != nil {
+		return nil, fmt.Errorf("writing the pipeline file: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("writing the pipeline file: %w", err)
+	}
+	res.YAML = b.Bytes()
+	return res, nil
+}
+
+func setName(p *yaml.Node, name string) {
+	for i := 0; i+1 < len(p.Content); i += 2 {
+		if p.Content[i].Value == "name" {
+			p.Content[i+1].Value = name
+		}
+	}
+}
+
+// omap builds a YAML mapping in insertion order.
+type omap struct{ n *yaml.Node }
+
+func newMap() *omap { return &omap{n: &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}} }
+
+func (m *omap) set(key string, v any) {
+	var vn *yaml.Node
+	switch x := v.(type) {
+	case *yaml.Node:
+		vn = x
+	case *omap:
+		vn = x.n
+	case string:
+		vn = scalar(x)
+		if strings.Contains(x, "\n") {
+			vn.Style = yaml.LiteralStyle
+		}
+	case int:
+		vn = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: fmt.Sprint(x)}
+	case bool:
+		vn = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: fmt.Sprint(x)}
+	default:
+		panic(fmt.Sprintf("awsimport: omap.set of %T", v))
+	}
+	m.n.Content = append(m.n.Content, scalar(key), vn)
+}
+
+func (m *omap) empty() bool { return len(m.n.Content) == 0 }
+
+func scalar(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+
+// strMap builds a mapping of sorted string keys.
+func strMap(kv map[string]string) *omap {
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	m := newMap()
+	for _, k := range keys {
+		m.set(k, kv[k])
+	}
+	return m
+}

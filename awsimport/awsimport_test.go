@@ -1,0 +1,361 @@
+package awsimport_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/pipesproject/pipes"
+	"github.com/pipesproject/pipes/awsimport"
+	"github.com/pipesproject/pipes/config"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden from the importer's output")
+
+// report is what the CLI prints on stderr, for the golden .stderr files.
+func report(res *awsimport.Result) string {
+	var b strings.Builder
+	for _, p := range res.LeftOut {
+		fmt.Fprintf(&b, "left out: %s\n", p)
+	}
+	for _, p := range res.Notes {
+		fmt.Fprintf(&b, "note: %s\n", p)
+	}
+	if len(res.Env) > 0 {
+		fmt.Fprintf(&b, "env: %s\n", strings.Join(res.Env, ", "))
+	}
+	return b.String()
+}
+
+// fakeEnv gives every variable an imported file reads a value of the
+// right shape, as a user's environment would.
+func fakeEnv(name string) (string, bool) {
+	switch {
+	case name == "AWS_REGION":
+		return "us-east-1", true
+	case name == "AWS_ACCOUNT_ID":
+		return "123456789012", true
+	case strings.HasSuffix(name, "QUEUE_URL"):
+		return "https://sqs.us-east-1.amazonaws.com/123456789012/q", true
+	case strings.HasSuffix(name, "_URL"):
+		return "https://api.example.com/x", true
+	case strings.HasSuffix(name, "_HOST"):
+		return "broker.example.com", true
+	case strings.HasSuffix(name, "_SCHEME"), strings.HasSuffix(name, "_PORT"):
+		return "", false // their defaults apply
+	}
+	return "x", true
+}
+
+// Every input in testdata is a pipe definition written from the Pipes API
+// reference (CreatePipe, DescribePipe, PipeSourceParameters,
+// PipeTargetParameters) and the CloudFormation resource docs
+// (AWS::Pipes::Pipe, AWS::SQS::Queue, AWS::Events::ApiDestination, ...);
+// its import must match the golden pipeline file and report, and the file
+// must pass `pipes validate` (config's loader with its warnings, and the
+// registry's checks).
+func TestImportMatchesGoldenFilesThatValidate(t *testing.T) {
+	inputs, err := filepath.Glob("testdata/*.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inputs) < 7 {
+		t.Fatalf("only %d inputs in testdata", len(inputs))
+	}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), filepath.Ext(in))
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := awsimport.Options{}
+			if name == "cfn_sqs_to_sqs_short" {
+				opts.Params = map[string]string{"AWS::Region": "eu-west-1"}
+			}
+			res, err := awsimport.Import(filepath.Base(in), data, opts)
+			if err != nil {
+				t.Fatalf("Import: %v", err)
+			}
+			goldenYAML := filepath.Join("testdata", "golden", name+".yaml")
+			goldenReport := filepath.Join("testdata", "golden", name+".stderr")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(goldenYAML), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(goldenYAML, res.YAML, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(goldenReport, []byte(report(res)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(goldenYAML)
+			if err != nil {
+				t.Fatalf("reading golden file (run go test -update): %v", err)
+			}
+			if string(res.YAML) != string(want) {
+				t.Errorf("pipeline file:\n%s\nwant (%s):\n%s", res.YAML, goldenYAML, want)
+			}
+			wantReport, err := os.ReadFile(goldenReport)
+			if err != nil {
+				t.Fatalf("reading golden file (run go test -update): %v", err)
+			}
+			if got := report(res); got != string(wantReport) {
+				t.Errorf("report:\n%s\nwant (%s):\n%s", got, goldenReport, wantReport)
+			}
+			specs, warns, err := config.Loader{LookupEnv: fakeEnv}.Lint(goldenYAML)
+			if err != nil {
+				t.Fatalf("the imported file does not validate: %v", err)
+			}
+			for _, w := range warns {
+				t.Logf("validate warns: %s", w)
+			}
+			if len(specs) != len(res.Pipes) {
+				t.Errorf("%d pipes load, the import says %d", len(specs), len(res.Pipes))
+			}
+			if err := pipes.NewRegistry().Check(specs); err != nil {
+				t.Errorf("the imported file does not pass the registry's checks: %v", err)
+			}
+		})
+	}
+}
+
+// The short and long forms of every intrinsic give the same file: "!Ref
+// logicalName" is {"Ref": logicalName}, "!GetAtt res.attr" is
+// {"Fn::GetAtt": [res, attr]}, and every other "!Fn" is {"Fn::Fn": ...}
+// (CloudFormation intrinsic function reference).
+func TestShortAndLongIntrinsicFormsImportTheSame(t *testing.T) {
+	resources := `
+  Q:
+    Type: AWS::SQS::Queue
+    Properties: {QueueName: in}
+  T:
+    Type: AWS::SNS::Topic
+    Properties: {TopicName: out}
+`
+	tests := []struct {
+		name, short, long string
+	}{
+		{"Ref", `!Ref T`, `{Ref: T}`},
+		{"GetAtt", `!GetAtt T.TopicArn`, `{"Fn::GetAtt": [T, TopicArn]}`},
+		{"Sub without variables", `!Sub "arn:aws:sns:${AWS::Region}:${AWS::AccountId}:out"`, `{"Fn::Sub": "arn:aws:sns:${AWS::Region}:${AWS::AccountId}:out"}`},
+		{"Sub with variables", `!Sub ["arn:aws:sns:${R}:${AWS::AccountId}:${N}", {R: eu-west-1, N: !GetAtt T.TopicName}]`,
+			`{"Fn::Sub": ["arn:aws:sns:${R}:${AWS::AccountId}:${N}", {R: eu-west-1, N: {"Fn::GetAtt": [T, TopicName]}}]}`},
+		{"Join", `!Join [":", [arn, aws, sns, !Ref "AWS::Region", "123456789012", out]]`,
+			`{"Fn::Join": [":", [arn, aws, sns, {Ref: "AWS::Region"}, "123456789012", out]]}`},
+		{"Select of Split", `!Select [2, !Split [",", "a,b,arn:aws:sns:us-east-1:123456789012:out"]]`,
+			`{"Fn::Select": [2, {"Fn::Split": [",", "a,b,arn:aws:sns:us-east-1:123456789012:out"]}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var outs []string
+			for _, target := range []string{tt.short, tt.long} {
+				doc := "Resources:" + resources + `
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt Q.Arn
+      Target: ` + target + "\n"
+				res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+				if err != nil {
+					t.Fatalf("Import: %v", err)
+				}
+				if len(res.LeftOut) > 0 {
+					t.Fatalf("left out: %v", res.LeftOut)
+				}
+				outs = append(outs, string(res.YAML))
+			}
+			if outs[0] != outs[1] {
+				t.Errorf("short form gives\n%s\nlong form gives\n%s", outs[0], outs[1])
+			}
+			if !strings.Contains(outs[0], "type: sns") || !strings.Contains(outs[0], ":out\n") {
+				t.Errorf("the target is not the topic:\n%s", outs[0])
+			}
+		})
+	}
+}
+
+// How values resolve: --param first, then the template's parameters
+// (Default) and resources, else an environment variable.
+func TestValuesResolveFromParamsTemplateAndEnvironment(t *testing.T) {
+	doc := `
+Parameters:
+  Out: {Type: String, Default: from-default}
+  Bare: {Type: String}
+Resources:
+  Q: {Type: AWS::SQS::Queue, Properties: {QueueName: in}}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Name: !Sub "${AWS::StackName}-copy"
+      Source: !GetAtt Q.Arn
+      Target: !Sub "arn:aws:sns:${AWS::Region}:111122223333:${Out}-${Bare}"
+`
+	tests := []struct {
+		name     string
+		params   map[string]string
+		wantName string
+		want     string
+		wantEnv  string
+	}{
+		{"defaults and environment", nil, "copy", "topic_arn: arn:aws:sns:${AWS_REGION}:111122223333:from-default-${BARE}", "AWS_REGION,BARE"},
+		{"params win", map[string]string{"Out": "o", "Bare": "b", "AWS::Region": "eu-west-1", "AWS::StackName": "shop"}, "shop-copy", "topic_arn: arn:aws:sns:eu-west-1:111122223333:o-b", ""},
+		{"the environment at run time", nil, "copy", "topic_arn: arn:aws:sns:us-west-2:111122223333:from-default-b", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := awsimport.Options{Params: tt.params}
+			if tt.name == "the environment at run time" {
+				opts.LookupEnv = func(k string) (string, bool) {
+					v, ok := map[string]string{"AWS_REGION": "us-west-2", "BARE": "b"}[k]
+					return v, ok
+				}
+			}
+			res, err := awsimport.Import("t.yaml", []byte(doc), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := string(res.YAML)
+			if !strings.Contains(out, "name: "+tt.wantName+"\n") || !strings.Contains(out, tt.want+"\n") {
+				t.Errorf("got\n%s\nwant name %s and %s", out, tt.wantName, tt.want)
+			}
+			if got := strings.Join(res.Env, ","); got != tt.wantEnv {
+				t.Errorf("env = %s, want %s", got, tt.wantEnv)
+			}
+		})
+	}
+}
+
+// Fn::ImportValue names another stack's output: --param gives it by its
+// export name, else an environment variable does.
+func TestImportValueResolvesFromParamsByExportName(t *testing.T) {
+	doc := `{"Resources": {"P": {"Type": "AWS::Pipes::Pipe", "Properties": {
+  "Source": {"Fn::ImportValue": "shared-orders-queue-arn"},
+  "Target": {"Fn::ImportValue": {"Fn::Sub": "${AWS::Region}-bus-arn"}}}}}}`
+	res, err := awsimport.Import("t.json", []byte(doc), awsimport.Options{Params: map[string]string{
+		"shared-orders-queue-arn": "arn:aws:sqs:us-east-1:123456789012:orders",
+		"AWS::Region":             "us-east-1",
+		"us-east-1-bus-arn":       "arn:aws:events:us-east-1:123456789012:event-bus/shop",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(res.YAML)
+	if !strings.Contains(out, "queue_arn: arn:aws:sqs:us-east-1:123456789012:orders") || !strings.Contains(out, "event_bus_name: arn:aws:events:us-east-1:123456789012:event-bus/shop") {
+		t.Errorf("got\n%s", out)
+	}
+	res, err = awsimport.Import("t.json", []byte(doc), awsimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.LeftOut) != 2 || !strings.Contains(res.LeftOut[0].Msg, "known only at deploy time (${SHARED_ORDERS_QUEUE_ARN})") {
+		t.Errorf("left out %v, want the source and the target known only at deploy time", res.LeftOut)
+	}
+}
+
+func TestInputsThatAreNoPipeDefinitionAreRefused(t *testing.T) {
+	tests := []struct{ name, doc, want string }{
+		{"empty", "", "empty"},
+		{"not YAML", "{", "not JSON or YAML"},
+		{"a list", "[1]", "at the top"},
+		{"a template without pipes", "Resources: {Q: {Type: AWS::SQS::Queue}}", "no AWS::Pipes::Pipe"},
+		{"neither", "Foo: 1", "neither a template"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := awsimport.Import("t.yaml", []byte(tt.doc), awsimport.Options{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Import = %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzImport: any input either is refused with an error or gives YAML that
+// parses; the importer never panics.
+func FuzzImport(f *testing.F) {
+	inputs, _ := filepath.Glob("testdata/*.*")
+	for _, in := range inputs {
+		if data, err := os.ReadFile(in); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(`{"Source": {"Fn::Sub": "${"}, "Target": {"Fn::Select": [9, []]}}`))
+	f.Add([]byte("Resources: {P: {Type: AWS::Pipes::Pipe, Properties: {Source: !GetAtt P.Arn, Target: !Ref P}}}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		type out struct {
+			res *awsimport.Result
+			err error
+		}
+		ch := make(chan out, 1)
+		go func() {
+			res, err := awsimport.Import("fuzz.yaml", data, awsimport.Options{})
+			if err == nil && res.YAML != nil {
+				_, _ = config.Loader{LookupEnv: fakeEnv}.Parse("out.yaml", res.YAML)
+			}
+			ch <- out{res, err}
+		}()
+		var o out
+		select {
+		case o = <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Import (and loading its output) of %q takes more than 5s", data)
+		}
+		res, err := o.res, o.err
+		if err != nil || res.YAML == nil {
+			return
+		}
+		var v any
+		if err := yaml.Unmarshal(res.YAML, &v); err != nil {
+			t.Fatalf("the output does not parse: %v\n%s", err, res.YAML)
+		}
+	})
+}
+
+// YAML aliases that expand exponentially ("billion laughs") are refused,
+// not expanded.
+func TestAliasBombsAreRefused(t *testing.T) {
+	doc := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	prev := "a"
+	for i := range 8 {
+		name := fmt.Sprintf("l%d", i)
+		doc += fmt.Sprintf("%s: &%s [*%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s]\n", name, name, prev, prev, prev, prev, prev, prev, prev, prev, prev, prev)
+		prev = name
+	}
+	start := time.Now()
+	_, err := awsimport.Import("bomb.yaml", []byte(doc), awsimport.Options{})
+	if err == nil || !strings.Contains(err.Error(), "aliases") {
+		t.Errorf("Import = %v, want the alias expansion refused", err)
+	}
+	t.Logf("refused in %s", time.Since(start))
+}
+
+// Secrets written in a template (a connection's API key and secret
+// invocation parameters, basic-auth passwords, a broker's secret) never
+// reach the pipeline file or the report: they are read from the
+// environment at run time.
+func TestSecretsOfTheTemplateAreNeverCopied(t *testing.T) {
+	for _, name := range []string{"cdk.json", "multi_pipes.yaml", "create_pipe.json"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := awsimport.Import(name, data, awsimport.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := string(res.YAML) + report(res)
+		for _, secret := range []string{"s3cr3t", "{{resolve:secretsmanager", "Password", "secret:rmq-creds"} {
+			if strings.Contains(all, secret) {
+				t.Errorf("%s: %q is in the output:\n%s", name, secret, all)
+			}
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package awsimport
+
+import (
+	"strings"
+)
+
+// endpoint is a pipe's Source, Target or Enrichment: its kind, from the
+// referenced resource's type or from the ARN, and what is known of it.
+type endpoint struct {
+	// kind is sqs, sns, lambda, bus, apidest, apigw, mq, smk, or an
+	// unmappable kind's name (states, kinesis, ...).
+	kind string
+	// arn is the resolved text, ready for a pipes file (it may hold
+	// `${ENV}` references); for a resource of the file it is resolved only
+	// when asked for (text), so that no variable is asked for needlessly.
+	arn  string
+	raw  any
+	path string
+	// logical and res are the template resource it names, if any.
+	logical string
+	res     map[string]any
+	// resource is the ARN's resource part ("orders", "function:f",
+	// "event-bus/b", ...).
+	resource string
+	region   string
+	account  string
+}
+
+// unmappable names the AWS services pipes has no source or target for,
+// by ARN service.
+var unmappable = map[string]string{
+	"states":     "Step Functions state machine",
+	"kinesis":    "Kinesis stream",
+	"logs":       "CloudWatch Logs group",
+	"firehose":   "Firehose delivery stream",
+	"batch":      "Batch job queue",
+	"ecs":        "ECS task",
+	"redshift":   "Redshift Data API",
+	"sagemaker":  "SageMaker pipeline",
+	"timestream": "Timestream for LiveAnalytics table",
+	"inspector":  "Inspector assessment template",
+	"dynamodb":   "DynamoDB stream",
+	"kafka":      "MSK (Kafka) cluster",
+	"smk":        "self-managed Kafka cluster",
+	"activemq":   "Amazon MQ for ActiveMQ broker",
+	"mq":         "Amazon MQ broker",
+	"unknown":    "resource of unknown kind",
+}
+
+// resourceKinds maps template resource types to endpoint kinds.
+var resourceKinds = map[string]string{
+	"AWS::SQS::Queue":                      "sqs",
+	"AWS::SNS::Topic":                      "sns",
+	"AWS::Lambda::Function":                "lambda",
+	"AWS::Serverless::Function":            "lambda",
+	"AWS::Lambda::Alias":                   "lambda",
+	"AWS::Events::EventBus":                "bus",
+	"AWS::Events::ApiDestination":          "apidest",
+	"AWS::StepFunctions::StateMachine":     "states",
+	"AWS::Serverless::StateMachine":        "states",
+	"AWS::Kinesis::Stream":                 "kinesis",
+	"AWS::Logs::LogGroup":                  "logs",
+	"AWS::KinesisFirehose::DeliveryStream": "firehose",
+	"AWS::Batch::JobQueue":                 "batch",
+	"AWS::ECS::Cluster":                    "ecs",
+	"AWS::ECS::TaskDefinition":             "ecs",
+	"AWS::Redshift::Cluster":               "redshift",
+	"AWS::SageMaker::Pipeline":             "sagemaker",
+	"AWS::Timestream::Table":               "timestream",
+	"AWS::Inspector::AssessmentTemplate":   "inspector",
+	"AWS::DynamoDB::Table":                 "dynamodb",
+	"AWS::MSK::Cluster":                    "kafka",
+	"AWS::AmazonMQ::Broker":                "mq",
+}
+
+// endpointOf works out what v (a Source, Target or Enrichment value) is.
+func (r *resolver) endpointOf(v any, path string) endpoint {
+	var e endpoint
+	if name, arg, ok := intrinsic(v); ok && (name == "Ref" || name == "Fn::GetAtt") {
+		id := ""
+		if name == "Ref" {
+			id, _ = arg.(string)
+		} else {
+			id, _ = getAttArgs(arg)
+		}
+		if res, ok := r.resources[id]; ok {
+			e.logical, e.res = id, res
+			e.kind = resourceKinds[resType(res)]
+		}
+	}
+	e.raw, e.path = v, path
+	if e.res != nil && e.kind != "" {
+		return e
+	}
+	e.arn = r.str(v, path)
+	if e.kind == "" {
+		e.kind = arnKind(e.arn)
+	}
+	if parts := strings.SplitN(e.arn, ":", 6); len(parts) == 6 && parts[0] == "arn" {
+		e.region, e.account, e.resource = parts[3], parts[4], parts[5]
+	}
+	return e
+}
+
+// arnKind gives the endpoint kind of an ARN (or "smk" for a self-managed
+// Kafka bootstrap address).
+func arnKind(arn string) string {
+	if strings.HasPrefix(arn, "smk://") {
+		return "smk"
+	}
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) < 6 || parts[0] != "arn" {
+		return "unknown"
+	}
+	switch svc := parts[2]; svc {
+	case "sqs", "sns", "lambda", "mq":
+		return svc
+	case "events":
+		switch {
+		case strings.HasPrefix(parts[5], "event-bus/"):
+			return "bus"
+		case strings.HasPrefix(parts[5], "api-destination/"):
+			return "apidest"
+		}
+		return "unknown"
+	case "execute-api":
+		return "apigw"
+	case "redshift-data", "redshift-serverless":
+		return "redshift"
+	default:
+		if _, ok := unmappable[svc]; ok {
+			return svc
+		}
+	}
+	return "unknown"
+}
+
+// text is the endpoint's ARN (or other identifier) for a pipes file.
+func (r *resolver) text(e *endpoint) string {
+	if e.arn == "" && e.raw != nil {
+		e.arn = r.str(e.raw, e.path)
+	}
+	return e.arn
+}

@@ -1,0 +1,664 @@
+package awsimport
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// mapper converts one pipe definition.
+type mapper struct {
+	r    *resolver
+	res  *Result
+	base string // path of the definition in the input ("" at the top)
+	name string // the pipe's name, for variable names
+	// dropped is set when the pipe as a whole cannot be imported.
+	dropped bool
+}
+
+// at is the input path of a property of the definition.
+func (m *mapper) at(keys ...string) string {
+	p := m.base
+	if p != "" {
+		p += ".Properties"
+	}
+	for _, k := range keys {
+		if p != "" && !strings.HasPrefix(k, "[") {
+			p += "."
+		}
+		p += k
+	}
+	return p
+}
+
+func (m *mapper) leftOut(path, format string, args ...any) {
+	m.res.LeftOut = append(m.res.LeftOut, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (m *mapper) note(path, format string, args ...any) {
+	m.res.Notes = append(m.res.Notes, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// drop leaves the whole pipe out.
+func (m *mapper) drop(path, format string, args ...any) {
+	m.dropped = true
+	m.leftOut(path, format+"; the pipe is not imported", args...)
+}
+
+// validName is Pipes' rule for pipe names (the API's Name pattern).
+var validName = regexp.MustCompile(`^[.\-_A-Za-z0-9]{1,64}$`)
+var badNameChars = regexp.MustCompile(`[^.\-_A-Za-z0-9]+`)
+
+// pipeName works out the pipe's name: Name, where `${AWS::StackName}-`
+// in front is dropped (unless --param gives the stack's name), else the
+// logical id.
+func (m *mapper) pipeName(props map[string]any, logical string) string {
+	raw, has := props["Name"]
+	name := ""
+	if has {
+		if fn, arg, ok := intrinsic(raw); ok && fn == "Fn::Sub" {
+			text, _ := arg.(string)
+			if l := list(arg); len(l) == 2 {
+				text, _ = l[0].(string)
+			}
+			if rest, cut := strings.CutPrefix(text, "${AWS::StackName}"); cut && m.r.params["AWS::StackName"] == "" {
+				if rest = strings.TrimLeft(rest, "-_."); rest != "" {
+					sub := any(rest)
+					if l := list(arg); len(l) == 2 {
+						sub = []any{rest, l[1]}
+					}
+					raw = map[string]any{"Fn::Sub": sub}
+				}
+			}
+		}
+		name = unescape(m.r.str(raw, m.at("Name")))
+	}
+	if name == "" || strings.Contains(name, "${") {
+		if has {
+			m.note(m.at("Name"), "the name is known only at deploy time; the pipe is named %q", cmp.Or(baseID(logical), "pipe"))
+		}
+		name = cmp.Or(baseID(logical), "pipe")
+	}
+	if !validName.MatchString(name) {
+		fixed := strings.Trim(badNameChars.ReplaceAllString(name, "-"), "-")
+		if len(fixed) > 64 {
+			fixed = fixed[:64]
+		}
+		fixed = cmp.Or(fixed, "pipe")
+		m.note(m.at("Name"), "%q is not a valid pipe name; named %q", name, fixed)
+		name = fixed
+	}
+	return name
+}
+
+// pipe converts one pipe; nil when it cannot be imported at all.
+func (m *mapper) pipe(props map[string]any, logical string) (*yaml.Node, string) {
+	if props == nil {
+		m.leftOut(m.base, "the pipe has no Properties; not imported")
+		return nil, ""
+	}
+	m.name = m.pipeName(props, logical)
+	p := newMap()
+	p.set("name", m.name)
+	src := m.source(props)
+	filter := m.filter(props)
+	enrichment := m.enrichment(props)
+	target := m.target(props)
+	logging := m.logging(props)
+	if m.dropped {
+		return nil, ""
+	}
+	p.set("source", src)
+	if filter != nil {
+		p.set("filter", filter)
+	}
+	if enrichment != nil {
+		p.set("enrichment", enrichment)
+	}
+	p.set("target", target)
+	if logging != nil {
+		p.set("logging", logging)
+	}
+	if s, ok := props["DesiredState"].(string); ok && s == "STOPPED" {
+		m.note(m.at("DesiredState"), "the pipe is STOPPED in AWS; pipes runs it when started")
+	}
+	return p.n, m.name
+}
+
+// number sets key to an integer property of params (resolved), as an
+// integer when it is one.
+func (m *mapper) number(o *omap, key string, params map[string]any, prop, path string) (int, bool) {
+	v, ok := params[prop]
+	if !ok {
+		return 0, false
+	}
+	s := m.r.str(v, path+"."+prop)
+	if n, err := strconv.Atoi(s); err == nil {
+		o.set(key, n)
+		return n, true
+	}
+	o.set(key, s)
+	return 0, false
+}
+
+// unmappableSources are the source parameter blocks of sources pipes
+// cannot read.
+var unmappableSources = map[string]string{
+	"ActiveMQBrokerParameters":        "an Amazon MQ for ActiveMQ broker",
+	"DynamoDBStreamParameters":        "a DynamoDB stream",
+	"KinesisStreamParameters":         "a Kinesis stream",
+	"ManagedStreamingKafkaParameters": "an MSK (Kafka) cluster",
+	"SelfManagedKafkaParameters":      "a self-managed Kafka cluster",
+}
+
+func (m *mapper) source(props map[string]any) *omap {
+	sp := mapping(props["SourceParameters"])
+	for _, k := range sortedKeys(sp) {
+		if what, ok := unmappableSources[k]; ok {
+			m.drop(m.at("SourceParameters", k), "the source is %s, which pipes cannot read", what)
+			return nil
+		}
+	}
+	path := m.at("Source")
+	if props["Source"] == nil {
+		m.drop(path, "the pipe has no Source")
+		return nil
+	}
+	e := m.r.endpointOf(props["Source"], path)
+	o := newMap()
+	switch e.kind {
+	case "sqs":
+		o.set("type", "sqs")
+		switch {
+		case e.res != nil:
+			if name := m.r.queueName(e.res, "Resources."+e.logical); name != "" {
+				o.set("queue_name", name)
+			} else {
+				o.set("queue_url", m.r.resourceValue(e.logical, e.res, "QueueUrl", path))
+			}
+		default:
+			o.set("queue_arn", e.arn)
+		}
+		qp := mapping(sp["SqsQueueParameters"])
+		qpath := m.at("SourceParameters", "SqsQueueParameters")
+		m.number(o, "batch_size", qp, "BatchSize", qpath)
+		m.window(o, qp, qpath)
+	case "mq":
+		rp := mapping(sp["RabbitMQBrokerParameters"])
+		if rp == nil {
+			m.drop(path, "an Amazon MQ broker without RabbitMQBrokerParameters (ActiveMQ) is not a source pipes can read")
+			return nil
+		}
+		rpath := m.at("SourceParameters", "RabbitMQBrokerParameters")
+		o.set("type", "rabbitmq")
+		vhost := m.r.str(rp["VirtualHost"], rpath+".VirtualHost")
+		prefix := envName(m.name) + "_RABBITMQ"
+		// Amazon MQ speaks AMQP over TLS on 5671; a local broker may
+		// override the scheme and port.
+		u := "${" + prefix + "_SCHEME:-amqps}://" + m.r.envRef(prefix+"_USER") + ":" + m.r.envRef(prefix+"_PASSWORD") + "@" + m.r.envRef(prefix+"_HOST") + ":${" + prefix + "_PORT:-5671}/"
+		switch {
+		case vhost == "" || vhost == "/":
+		case strings.Contains(vhost, "${"):
+			u += vhost
+		default:
+			u += escape(url.PathEscape(unescape(vhost)))
+		}
+		o.set("url", u)
+		m.note(rpath+".Credentials", "the broker's user name and password (the BasicAuth secret) are read from %s_USER and %s_PASSWORD (percent-encoded), its host from %s_HOST; %s_SCHEME (amqps) and %s_PORT (5671) may change the rest", prefix, prefix, prefix, prefix, prefix)
+		o.set("queue", m.r.str(rp["QueueName"], rpath+".QueueName"))
+		m.number(o, "batch_size", rp, "BatchSize", rpath)
+		m.window(o, rp, rpath)
+	default:
+		m.unsupported(path, "source", "read", e)
+		return nil
+	}
+	return o
+}
+
+func (m *mapper) window(o *omap, params map[string]any, path string) {
+	v, ok := params["MaximumBatchingWindowInSeconds"]
+	if !ok {
+		return
+	}
+	s := m.r.str(v, path+".MaximumBatchingWindowInSeconds")
+	if n, err := strconv.Atoi(s); err == nil {
+		o.set("batch_window", strconv.Itoa(n)+"s")
+		return
+	}
+	o.set("batch_window", s+"s")
+}
+
+// unsupported leaves the pipe out for a source, enrichment or target
+// (role) pipes has no counterpart of, or whose kind is unknown here.
+func (m *mapper) unsupported(path, role, verb string, e endpoint) {
+	if e.kind == "unknown" && strings.HasPrefix(e.arn, "${") && strings.HasSuffix(e.arn, "}") {
+		m.drop(path, "the %s is known only at deploy time (%s) and its kind comes from its ARN: give it with --param, or set %s for `pipes run --aws`", role, e.arn, strings.Trim(e.arn, "${}"))
+		return
+	}
+	m.drop(path, "the %s is %s, which pipes cannot %s", role, describe(e), verb)
+}
+
+// describe names an endpoint for messages.
+func describe(e endpoint) string {
+
+	what := unmappable[e.kind]
+	if what == "" {
+		what = "a " + e.kind
+	} else {
+		what = "a " + what
+	}
+	if e.logical != "" {
+		return fmt.Sprintf("%s (resource %s, %s)", what, e.logical, resType(e.res))
+	}
+	return fmt.Sprintf("%s (%s)", what, unescape(e.arn))
+}
+
+func (m *mapper) filter(props map[string]any) *omap {
+	fc := mapping(mapping(props["SourceParameters"])["FilterCriteria"])
+	filters := list(fc["Filters"])
+	if len(filters) == 0 {
+		return nil
+	}
+	seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+	for i, f := range filters {
+		path := m.at("SourceParameters", "FilterCriteria", "Filters", fmt.Sprintf("[%d]", i), "Pattern")
+		text := unescape(m.r.str(mapping(f)["Pattern"], path))
+		var doc yaml.Node
+		if !json.Valid([]byte(text)) || yaml.Unmarshal([]byte(text), &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+			m.drop(path, "the pattern is not a JSON object")
+			return nil
+		}
+		n := doc.Content[0]
+		blockStyle(n)
+		seq.Content = append(seq.Content, n)
+	}
+	o := newMap()
+	o.set("patterns", seq)
+	return o
+}
+
+// blockStyle makes a node read from JSON print as block YAML; strings
+// keep whatever quoting they need, and `${` in them is escaped.
+func blockStyle(n *yaml.Node) {
+	n.Style = 0
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
+		n.Value = escape(n.Value)
+	}
+	n.Line, n.Column = 0, 0
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
+	if n.Kind == yaml.SequenceNode {
+		flow := true
+		for _, c := range n.Content {
+			flow = flow && c.Kind == yaml.ScalarNode
+		}
+		if flow {
+			n.Style = yaml.FlowStyle
+		}
+	}
+}
+
+func (m *mapper) enrichment(props map[string]any) *omap {
+	v := props["Enrichment"]
+	if v == nil || v == "" {
+		return nil
+	}
+	path := m.at("Enrichment")
+	ep := mapping(props["EnrichmentParameters"])
+	e := m.r.endpointOf(v, path)
+	o := newMap()
+	switch e.kind {
+	case "lambda":
+		o.set("type", "lambda")
+		o.set("function_name", m.functionName(e, path))
+	case "apidest", "apigw":
+		o.set("type", "http")
+		m.http(o, e, mapping(ep["HttpParameters"]), m.at("EnrichmentParameters", "HttpParameters"), false)
+		// Pipes: "API Gateway / API destination enrichments require batch
+		// size 1" (SPEC §5.2): one call per record.
+		o.set("batch", false)
+	default:
+		m.unsupported(path, "enrichment", "call", e)
+		return nil
+	}
+	if t, ok := ep["InputTemplate"]; ok {
+		if s := m.r.str(t, m.at("EnrichmentParameters", "InputTemplate")); s != "" {
+			o.set("input_template", s)
+		}
+	}
+	return o
+}
+
+// functionName is a Lambda function's name (from the template) or ARN.
+func (m *mapper) functionName(e endpoint, path string) string {
+	if e.res != nil {
+		return m.r.resourceValue(e.logical, e.res, "", path)
+	}
+	return e.arn
+}
+
+var executeAPI = regexp.MustCompile(`^arn:[^:]+:execute-api:([^:]*):([^:]*):([^/]+)/([^/]+)/([^/]+)(/.*)?$`)
+
+// http fills an http enrichment or target from an API destination or an
+// API Gateway ARN and the HttpParameters.
+func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string, target bool) {
+	var rawURL, method string
+	headers := map[string]string{}
+	query := map[string]string{}
+	switch e.kind {
+	case "apidest":
+		if e.res != nil {
+			rpath := "Resources." + e.logical + ".Properties"
+			rawURL = m.r.prop(e.res, "InvocationEndpoint", "Resources."+e.logical)
+			method = unescape(m.r.prop(e.res, "HttpMethod", "Resources."+e.logical))
+			if rawURL == "" {
+				rawURL = m.r.envRef(envName(baseID(e.logical), "InvocationEndpoint"))
+			}
+			m.connection(mapping(e.res["Properties"])["ConnectionArn"], rpath+".ConnectionArn", headers, query)
+		} else {
+			id := envName(strings.Split(strings.TrimPrefix(e.resource, "api-destination/"), "/")[0])
+			rawURL = m.r.envRef(id + "_URL")
+			m.note(hpath, "the API destination %s is not in the file: its endpoint is read from %s_URL, its method taken as POST, and its connection's authorization must be added as a header", unescape(e.arn), id)
+		}
+	case "apigw":
+		mm := executeAPI.FindStringSubmatch(e.arn)
+		if mm == nil {
+			m.drop(hpath, "the API Gateway ARN %s is not arn:aws:execute-api:region:account:api-id/stage/METHOD/path", unescape(e.arn))
+			return
+		}
+		rawURL = "https://" + mm[3] + ".execute-api." + mm[1] + ".amazonaws.com/" + mm[4] + mm[6]
+		method = mm[5]
+	}
+	method = strings.ToUpper(method)
+	switch method {
+	case "GET", "POST", "PUT", "PATCH", "DELETE":
+	case "", "*", "ANY":
+		method = "POST"
+	default:
+		m.leftOut(hpath, "HTTP method %s is not one pipes sends; POST is used", method)
+		method = "POST"
+	}
+	// PathParameterValues: "The path parameter values to be used to
+	// populate API Gateway REST API or EventBridge ApiDestination path
+	// wildcards ("*")." (API_PipeTargetHttpParameters)
+	for i, pv := range list(hp["PathParameterValues"]) {
+		p := m.r.str(pv, fmt.Sprintf("%s.PathParameterValues[%d]", hpath, i))
+		if isPath(p) {
+			if !target {
+				m.drop(fmt.Sprintf("%s.PathParameterValues[%d]", hpath, i), "a dynamic path parameter in an http enrichment's URL is not supported by pipes")
+				return
+			}
+			p = "<" + p + ">"
+		}
+		if j := strings.IndexByte(rawURL, '*'); j >= 0 {
+			rawURL = rawURL[:j] + p + rawURL[j+1:]
+		} else {
+			m.leftOut(fmt.Sprintf("%s.PathParameterValues[%d]", hpath, i), "the endpoint has no '*' left for this path parameter")
+		}
+	}
+	hm, qm := mapping(hp["HeaderParameters"]), mapping(hp["QueryStringParameters"])
+	for _, k := range sortedKeys(hm) {
+		headers[k] = m.r.str(hm[k], hpath+".HeaderParameters."+k)
+	}
+	for _, k := range sortedKeys(qm) {
+		query[k] = m.r.str(qm[k], hpath+".QueryStringParameters."+k)
+	}
+	if !target {
+		for _, k := range slices.Sorted(maps.Keys(headers)) {
+			if v := headers[k]; isPath(v) || strings.Contains(v, "<$") {
+				m.drop(hpath+".HeaderParameters."+k, "a dynamic header in an http enrichment is not supported by pipes")
+				return
+			}
+		}
+		if len(query) > 0 {
+			sep := "?"
+			if strings.Contains(rawURL, "?") {
+				sep = "&"
+			}
+			for _, k := range slices.Sorted(maps.Keys(query)) {
+				v := query[k]
+				if isPath(v) || strings.Contains(v, "<$") {
+					m.drop(hpath+".QueryStringParameters."+k, "a dynamic query parameter in an http enrichment is not supported by pipes")
+					return
+				}
+				rawURL += sep + queryEscape(k) + "=" + queryEscape(v)
+				sep = "&"
+			}
+			query = nil
+		}
+	}
+	o.set("url", rawURL)
+	o.set("method", method)
+	if len(headers) > 0 {
+		o.set("headers", strMap(headers))
+	}
+	if target && len(query) > 0 {
+		o.set("query", strMap(query))
+	}
+}
+
+// isPath reports whether v is a bare JSON path (a dynamic parameter).
+func isPath(v string) bool {
+	return v == "$" || strings.HasPrefix(v, "$.") || strings.HasPrefix(v, "$[")
+}
+
+// connection adds an EventBridge connection's authorization to headers
+// (values from the environment: the secrets are never in the file) and
+// its invocation parameters to headers and query.
+func (m *mapper) connection(v any, path string, headers, query map[string]string) {
+	if v == nil {
+		return
+	}
+	id := ""
+	if fn, arg, ok := intrinsic(v); ok && (fn == "Ref" || fn == "Fn::GetAtt") {
+		if fn == "Ref" {
+			id, _ = arg.(string)
+		} else {
+			id, _ = getAttArgs(arg)
+		}
+	}
+	res := m.r.resources[id]
+	if resType(res) != "AWS::Events::Connection" {
+		m.note(path, "the connection is not in the file: add its authorization as a header (headers: {Authorization: ${TOKEN}})")
+		return
+	}
+	props := mapping(res["Properties"])
+	cpath := "Resources." + id + ".Properties"
+	auth := mapping(props["AuthParameters"])
+	prefix := envName(baseID(id))
+	switch t, _ := props["AuthorizationType"].(string); t {
+	case "API_KEY":
+		name := unescape(m.r.str(mapping(auth["ApiKeyAuthParameters"])["ApiKeyName"], cpath+".AuthParameters.ApiKeyAuthParameters.ApiKeyName"))
+		if name == "" {
+			name = "x-api-key"
+		}
+		headers[name] = m.r.envRef(prefix + "_API_KEY")
+	case "BASIC":
+		headers["Authorization"] = "Basic " + m.r.envRef(prefix+"_BASIC_AUTH")
+		m.note(cpath+".AuthParameters.BasicAuthParameters", "%s_BASIC_AUTH is the base64 of user:password", prefix)
+	case "OAUTH_CLIENT_CREDENTIALS":
+		headers["Authorization"] = "Bearer " + m.r.envRef(prefix+"_TOKEN")
+		m.note(cpath+".AuthParameters.OAuthParameters", "pipes does not fetch OAuth tokens: %s_TOKEN is sent as a bearer token", prefix)
+	}
+	ip := mapping(auth["InvocationHttpParameters"])
+	for _, kd := range []struct {
+		kind string
+		dst  map[string]string
+	}{{"HeaderParameters", headers}, {"QueryStringParameters", query}} {
+		kind, dst := kd.kind, kd.dst
+		for i, p := range list(ip[kind]) {
+			pm := mapping(p)
+			ppath := fmt.Sprintf("%s.AuthParameters.InvocationHttpParameters.%s[%d]", cpath, kind, i)
+			key := unescape(m.r.str(pm["Key"], ppath+".Key"))
+			if isTrue(pm["IsValueSecret"]) {
+				dst[key] = m.r.envRef(envName(baseID(id), key))
+				continue
+			}
+			dst[key] = m.r.str(pm["Value"], ppath+".Value")
+		}
+	}
+	if len(list(ip["BodyParameters"])) > 0 {
+		m.leftOut(cpath+".AuthParameters.InvocationHttpParameters.BodyParameters", "body parameters of a connection have no pipes key")
+	}
+}
+
+func (m *mapper) target(props map[string]any) *omap {
+	path := m.at("Target")
+	if props["Target"] == nil {
+		m.drop(path, "the pipe has no Target")
+		return nil
+	}
+	tp := mapping(props["TargetParameters"])
+	tpath := m.at("TargetParameters")
+	e := m.r.endpointOf(props["Target"], path)
+	o := newMap()
+	switch e.kind {
+	case "sqs":
+		o.set("type", "sqs")
+		if e.res != nil {
+			o.set("queue_url", m.r.resourceValue(e.logical, e.res, "QueueUrl", path))
+		} else {
+			o.set("queue_url", queueURL(e))
+		}
+		qp := mapping(tp["SqsQueueParameters"])
+		qpath := tpath + ".SqsQueueParameters"
+		m.strKey(o, "message_group_id", qp, "MessageGroupId", qpath)
+		m.strKey(o, "message_deduplication_id", qp, "MessageDeduplicationId", qpath)
+	case "sns":
+		o.set("type", "sns")
+		o.set("topic_arn", m.r.text(&e))
+	case "bus":
+		o.set("type", "eventbridge")
+		if e.res != nil {
+			o.set("event_bus_name", m.r.resourceValue(e.logical, e.res, "Name", path))
+		} else {
+			o.set("event_bus_name", m.r.text(&e))
+		}
+		bp := mapping(tp["EventBridgeEventBusParameters"])
+		bpath := tpath + ".EventBridgeEventBusParameters"
+		m.strKey(o, "detail_type", bp, "DetailType", bpath)
+		m.strKey(o, "source", bp, "Source", bpath)
+		m.strKey(o, "endpoint_id", bp, "EndpointId", bpath)
+		m.strKey(o, "time", bp, "Time", bpath)
+		if rs := list(bp["Resources"]); len(rs) > 0 {
+			seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+			for i, r := range rs {
+				seq.Content = append(seq.Content, scalar(m.r.str(r, fmt.Sprintf("%s.Resources[%d]", bpath, i))))
+			}
+			o.set("resources", seq)
+		}
+	case "lambda":
+		o.set("type", "lambda")
+		o.set("function_name", m.functionName(e, path))
+		lp := mapping(tp["LambdaFunctionParameters"])
+		switch it := m.r.str(lp["InvocationType"], tpath+".LambdaFunctionParameters.InvocationType"); it {
+		case "", "REQUEST_RESPONSE":
+		case "FIRE_AND_FORGET":
+			o.set("invocation_type", "Event")
+		default:
+			m.leftOut(tpath+".LambdaFunctionParameters.InvocationType", "%q is not REQUEST_RESPONSE or FIRE_AND_FORGET; RequestResponse is used", it)
+		}
+	case "apidest", "apigw":
+		o.set("type", "http")
+		m.http(o, e, mapping(tp["HttpParameters"]), tpath+".HttpParameters", true)
+		// API destination and API Gateway targets take one event a call
+		// (SPEC §6: they are not among the batch-capable targets).
+		o.set("batch", false)
+	default:
+		m.unsupported(path, "target", "deliver to", e)
+		return nil
+	}
+	if t, ok := tp["InputTemplate"]; ok {
+		if s := m.r.str(t, tpath+".InputTemplate"); s != "" {
+			o.set("input_template", s)
+		}
+	}
+	return o
+}
+
+// queueURL builds an SQS queue's URL from its ARN.
+func queueURL(e endpoint) string {
+	if e.region == "" || e.account == "" || e.resource == "" {
+		return e.arn
+	}
+	return "https://sqs." + e.region + ".amazonaws.com/" + e.account + "/" + e.resource
+}
+
+func (m *mapper) strKey(o *omap, key string, params map[string]any, prop, path string) {
+	if v, ok := params[prop]; ok {
+		if s := m.r.str(v, path+"."+prop); s != "" {
+			o.set(key, s)
+		}
+	}
+}
+
+func (m *mapper) logging(props map[string]any) *omap {
+	lc := mapping(props["LogConfiguration"])
+	if lc == nil {
+		return nil
+	}
+	path := m.at("LogConfiguration")
+	o := newMap()
+	switch lv := strings.ToLower(m.r.str(lc["Level"], path+".Level")); lv {
+	case "off", "error", "info", "trace":
+		o.set("level", lv)
+	case "":
+	default:
+		m.leftOut(path+".Level", "%q is not OFF, ERROR, INFO or TRACE", lv)
+	}
+	for _, v := range list(lc["IncludeExecutionData"]) {
+		if s, _ := v.(string); s == "ALL" {
+			o.set("include_execution_data", true)
+		}
+	}
+	for _, k := range []string{"CloudwatchLogsLogDestination", "FirehoseLogDestination", "S3LogDestination"} {
+		if lc[k] != nil {
+			m.note(path+"."+k, "pipes writes its execution logs to stderr, not to this destination")
+		}
+	}
+	if o.empty() {
+		return nil
+	}
+	return o
+}
+
+// queryEscape escapes a query key or value of a pipes file, keeping its
+// `${ENV}` references.
+func queryEscape(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		j := -1
+		if i >= 0 {
+			j = strings.IndexByte(s[i:], '}')
+		}
+		if i < 0 || j < 0 || (i > 0 && s[i-1] == '$') {
+			b.WriteString(url.QueryEscape(unescape(s)))
+			return b.String()
+		}
+		b.WriteString(url.QueryEscape(unescape(s[:i])))
+		b.WriteString(s[i : i+j+1])
+		s = s[i+j+1:]
+	}
+}
+
+// cdkSuffix is the hash CDK appends to logical ids.
+var cdkSuffix = regexp.MustCompile(`^(.*[a-z])[0-9A-F]{8}$`)
+
+// baseID is a logical id without CDK's hash suffix ("OrdersQueue5A3F9C1B"
+// → "OrdersQueue"), for names of pipes and variables.
+func baseID(id string) string {
+	if m := cdkSuffix.FindStringSubmatch(id); m != nil {
+		return m[1]
+	}
+	return id
+}

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pipesproject/pipes/internal/rabbittest"
+	"github.com/pipesproject/pipes/internal/sqstest"
+)
+
+// An SQS → SQS pipe defined as CloudFormation (a filter and an input
+// template) runs with `pipes run --aws` against local-aws-sqs: the paid
+// orders reach the target queue rendered by the template, the other is
+// filtered (and deleted, as Pipes does), and the source queue ends empty.
+// It relies on local-aws-sqs's plain send, receive and delete, and on its
+// accepting a queue URL whose host is AWS's (the target's URL is built from
+// its ARN) while the SDK talks to AWS_ENDPOINT_URL_SQS. An imported pipe
+// long-polls 20 s (AWS has no wait-time parameter), so on local-aws-sqs the
+// run takes about 40 s: the first receive and the last one before the stop
+// each wait out the poll.
+func TestRunAWSRunsAnImportedSQSToSQSPipeEndToEnd(t *testing.T) {
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	srcURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 30 * time.Second})
+	dstURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ENDPOINT_URL_SQS", endpoint)
+
+	arn := func(queueURL string) string {
+		parts := strings.Split(strings.TrimRight(queueURL, "/"), "/")
+		return fmt.Sprintf("arn:aws:sqs:us-east-1:%s:%s", parts[len(parts)-2], parts[len(parts)-1])
+	}
+	tmpl := fmt.Sprintf(`AWSTemplateFormatVersion: "2010-09-09"
+Parameters:
+  SourceArn: {Type: String}
+Resources:
+  OrdersPipe:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Name: !Sub ${AWS::StackName}-paid-orders
+      RoleArn: arn:aws:iam::123456789012:role/pipe
+      Source: !Ref SourceArn
+      SourceParameters:
+        SqsQueueParameters: {BatchSize: 10}
+        FilterCriteria:
+          Filters:
+            - Pattern: '{"body": {"status": ["paid"]}}'
+      Target: %s
+      TargetParameters:
+        InputTemplate: '{"order": <$.body.id>, "customer": "<$.body.customer>", "pipe": "<aws.pipes.pipe-name>"}'
+`, arn(dstURL))
+	file := filepath.Join(t.TempDir(), "stack.yaml")
+	if err := os.WriteFile(file, []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The import on its own: the file it writes validates.
+	var out, errb bytes.Buffer
+	imported := filepath.Join(t.TempDir(), "pipes.yaml")
+	if code := run(context.Background(), []string{"import", "aws", "--from", file, "-o", imported, "--param", "SourceArn=" + arn(srcURL)}, nil, &out, &errb); code != 0 {
+		t.Fatalf("import exit %d: %s", code, errb.String())
+	}
+	if code := run(context.Background(), []string{"validate", "-f", imported}, nil, &out, &errb); code != 0 {
+		t.Fatalf("validate exit %d: %s", code, errb.String())
+	}
+
+	sqstest.SendBodies(t, client, srcURL,
+		`{"status":"paid","id":1,"customer":"c1"}`,
+		`{"status":"new","id":2,"customer":"c2"}`,
+		`{"status":"paid","id":3,"customer":"c3"}`)
+
+	// --aws takes no --param: the template's parameter comes from the
+	// environment, under the name the import reports.
+	t.Setenv("SOURCE_ARN", arn(srcURL))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var runOut, runErr bytes.Buffer
+	done := make(chan int, 1)
+	started := time.Now()
+	go func() {
+		done <- run(ctx, []string{"run", "--aws", file, "--metrics-addr", ""}, nil, &runOut, &runErr)
+	}()
+	waitUntil(t, 90*time.Second, "two messages on the target queue and none left on the source", func() bool {
+		select {
+		case code := <-done:
+			done <- code
+			return true
+		default:
+		}
+		dstVisible, _ := sqstest.Count(t, client, dstURL)
+		srcVisible, srcInflight := sqstest.Count(t, client, srcURL)
+		return dstVisible >= 2 && srcVisible+srcInflight == 0
+	})
+	t.Logf("delivered and drained %s after the start", time.Since(started))
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("run --aws exit %d: %s", code, runErr.String())
+	}
+	t.Logf("stopped %s after the start", time.Since(started))
+
+	got := sqstest.DrainBodies(t, client, dstURL)
+	var orders []string
+	for _, b := range got {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(b), &v); err != nil {
+			t.Errorf("target got %q, not JSON: %v", b, err)
+		}
+		orders = append(orders, fmt.Sprint(v["order"], " ", v["customer"], " ", v["pipe"]))
+	}
+	slices.Sort(orders)
+	if want := []string{"1 c1 paid-orders", "3 c3 paid-orders"}; !slices.Equal(orders, want) {
+		t.Errorf("target queue got %q, want %q", orders, want)
+	}
+	if visible, inflight := sqstest.Count(t, client, srcURL); visible+inflight != 0 {
+		t.Errorf("source queue holds %d visible and %d in flight, want none (the filtered one deleted too)", visible, inflight)
+	}
+}
+
+// `pipes import aws` exits 2 and names what it left out, and still writes
+// the rest.
+func TestImportAWSExitsTwoAndNamesWhatItLeftOut(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"import", "aws", "--from", "../../awsimport/testdata/apigw_and_unmappable.yaml"}, nil, &out, &errb)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stderr:\n%s", code, errb.String())
+	}
+	for _, want := range []string{
+		"left out: Resources.FlowPipe.Properties.Target: the target is a Step Functions state machine",
+		"left out: Resources.StreamPipe.Properties.SourceParameters.KinesisStreamParameters",
+		"set these environment variables (or pass --param): API_ID",
+	} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+	if !strings.Contains(out.String(), "name: check") {
+		t.Errorf("the pipe that maps is not written:\n%s", out.String())
+	}
+	errb.Reset()
+	if code := run(context.Background(), []string{"run", "--aws", "../../awsimport/testdata/apigw_and_unmappable.yaml"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "cannot run here") {
+		t.Errorf("run --aws of a partial import: exit %d, stderr:\n%s", code, errb.String())
+	}
+	if code := run(context.Background(), []string{"import", "aws"}, nil, &out, &errb); code != 2 {
+		t.Errorf("import aws without --from: exit %d, want 2", code)
+	}
+	describe, err := os.ReadFile("../../awsimport/testdata/describe_pipe.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"import", "aws", "--from", "-"}, bytes.NewReader(describe), &out, &errb); code != 0 || !strings.Contains(out.String(), "name: orders-to-bus") {
+		t.Errorf("import aws --from - (describe-pipe on stdin): exit %d\n%s", code, out.String())
+	}
+}
+
+// `pipes validate` accepts every golden file of the importer, with the
+// variables its report lists set as a user would set them.
+func TestPipesValidateAcceptsEveryImportedGolden(t *testing.T) {
+	goldens, err := filepath.Glob("../../awsimport/testdata/golden/*.yaml")
+	if err != nil || len(goldens) == 0 {
+		t.Fatalf("no golden files: %v", err)
+	}
+	value := func(name string) string {
+		switch {
+		case name == "AWS_REGION":
+			return "us-east-1"
+		case name == "AWS_ACCOUNT_ID":
+			return "123456789012"
+		case strings.HasSuffix(name, "QUEUE_URL"):
+			return "https://sqs.us-east-1.amazonaws.com/123456789012/q"
+		case strings.HasSuffix(name, "_URL"):
+			return "https://api.example.com/x"
+		case strings.HasSuffix(name, "_HOST"):
+			return "broker.example.com"
+		}
+		return "x"
+	}
+	for _, g := range goldens {
+		t.Run(filepath.Base(g), func(t *testing.T) {
+			report, err := os.ReadFile(strings.TrimSuffix(g, ".yaml") + ".stderr")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(string(report), "\n") {
+				if names, ok := strings.CutPrefix(line, "env: "); ok {
+					for _, n := range strings.Split(names, ", ") {
+						t.Setenv(n, value(n))
+					}
+				}
+			}
+			var out, errb bytes.Buffer
+			if code := run(context.Background(), []string{"validate", "-f", g}, nil, &out, &errb); code != 0 {
+				t.Errorf("validate exit %d: %s", code, errb.String())
+			}
+		})
+	}
+}
+
+// A CreatePipe body with an Amazon MQ for RabbitMQ source
+// (RabbitMQBrokerParameters: QueueName, BatchSize) and an SQS target runs
+// with `pipes run --aws` against the machine's RabbitMQ and local-aws-sqs:
+// the broker's scheme, host, port and credentials come from the variables
+// the import names, the input template reads the decoded data and the
+// record's eventSourceKey, and the broker's queue ends empty. It relies on
+// RabbitMQ's plain AMQP 0-9-1 consume and ack and on local-aws-sqs's send.
+func TestRunAWSRunsAnImportedRabbitMQPipeEndToEnd(t *testing.T) {
+	broker, err := url.Parse(rabbittest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := rabbittest.Name(t, "")
+	rabbittest.DeclareQueue(t, queue, rabbittest.QueueOptions{})
+	client := sqstest.Client(t)
+	dstURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ENDPOINT_URL_SQS", sqstest.Endpoint(t))
+	password, _ := broker.User.Password()
+	port := broker.Port()
+	if port == "" {
+		port = "5672"
+	}
+	for k, v := range map[string]string{
+		"RMQ_ORDERS_RABBITMQ_SCHEME":   broker.Scheme,
+		"RMQ_ORDERS_RABBITMQ_USER":     broker.User.Username(),
+		"RMQ_ORDERS_RABBITMQ_PASSWORD": password,
+		"RMQ_ORDERS_RABBITMQ_HOST":     broker.Hostname(),
+		"RMQ_ORDERS_RABBITMQ_PORT":     port,
+	} {
+		t.Setenv(k, v)
+	}
+	parts := strings.Split(strings.TrimRight(dstURL, "/"), "/")
+	body, err := json.Marshal(map[string]any{
+		"Name":    "rmq-orders",
+		"RoleArn": "arn:aws:iam::123456789012:role/pipe",
+		"Source":  "arn:aws:mq:us-east-1:123456789012:broker:shop:b-0123abcd-4567-89ef-0123-456789abcdef",
+		"SourceParameters": map[string]any{"RabbitMQBrokerParameters": map[string]any{
+			"Credentials": map[string]any{"BasicAuth": "arn:aws:secretsmanager:us-east-1:123456789012:secret:rmq"},
+			"QueueName":   queue,
+			"BatchSize":   5,
+		}},
+		"Target": fmt.Sprintf("arn:aws:sqs:us-east-1:%s:%s", parts[len(parts)-2], parts[len(parts)-1]),
+		"TargetParameters": map[string]any{
+			"InputTemplate": `{"order": <$.data.id>, "key": "<$.eventSourceKey>"}`,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "create-pipe.json")
+	if err := os.WriteFile(file, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rabbittest.Publish(t, queue, `{"id":1}`, `{"id":2}`, `{"id":3}`)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var runOut, runErr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"run", "--aws", file, "--metrics-addr", ""}, nil, &runOut, &runErr)
+	}()
+	waitUntil(t, 60*time.Second, "three messages on the target queue and the broker's queue empty", func() bool {
+		select {
+		case code := <-done:
+			done <- code
+			return true
+		default:
+		}
+		visible, _ := sqstest.Count(t, client, dstURL)
+		return visible >= 3 && rabbittest.Count(t, queue) == 0
+	})
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("run --aws exit %d: %s", code, runErr.String())
+	}
+	got := sqstest.DrainBodies(t, client, dstURL)
+	slices.Sort(got)
+	want := []string{
+		`{"order": 1, "key": "` + queue + `::/"}`,
+		`{"order": 2, "key": "` + queue + `::/"}`,
+		`{"order": 3, "key": "` + queue + `::/"}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("target queue got %q, want %q", got, want)
+	}
+}
