@@ -77,17 +77,3 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
-
-// A bare <$.body> on a JSON body: AWS's de-quoted rendering of the whole
-// body (the JSON Path form), the slowest of the AWS rules.
-func BenchmarkRenderBareBodyDequoted(b *testing.B) {
-	tp := MustParse(`<$.body>`)
-	ev, vars := benchEvent(b), testVars()
-	b.ReportAllocs()
-	b.SetBytes(int64(len(ev.Message.Body)))
-	for b.Loop() {
-		if _, err := tp.Render(ev, vars); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

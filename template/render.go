@@ -122,29 +122,23 @@ func firstByte[T ~string | ~[]byte](s T) byte {
 // result is escaped, so the output stays a string.
 func writeDequoted(dst []byte, v any, ctx placement) []byte {
 	text := appendJSON(nil, v)
-	plain := make([]byte, 0, len(text)+len(text)/8)
+	var plain []byte
 	for i := 0; i < len(text); i++ {
 		c := text[i]
 		switch c {
 		case '"':
-			j, escaped := i+1, false
+			j := i + 1
 			for j < len(text) && text[j] != '"' {
 				if text[j] == '\\' {
-					escaped = true
 					j++
 				}
 				j++
 			}
 			var str string
-			switch {
-			case j >= len(text): // not possible for appendJSON's output
-				plain = append(plain, text[i:]...)
-			case !escaped:
-				plain = append(plain, text[i+1:j]...)
-			case json.Unmarshal(text[i:j+1], &str) == nil:
+			if j < len(text) && json.Unmarshal(text[i:j+1], &str) == nil {
 				plain = append(plain, str...)
-			default:
-				plain = append(plain, text[i:j+1]...)
+			} else {
+				plain = append(plain, text[i:min(j+1, len(text))]...)
 			}
 			i = j
 		case ':', ',':
