@@ -39,17 +39,17 @@ func TestTemplatesReadARabbitMQRecord(t *testing.T) {
 			}
 		})
 	}
-	whole, _ := Parse(`{"r": <$>}`)
+	whole, _ := Parse(`<$>`)
 	ev, _ := pipe.NewEvent(&m)
 	got, err := whole.Render(ev, Vars{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var w map[string]map[string]any
-	if err := json.Unmarshal(got, &w); err != nil {
+	var v map[string]any
+	if err := json.Unmarshal(got, &v); err != nil {
 		t.Fatalf("<$> rendered %s: %v", got, err)
 	}
-	if d, _ := w["r"]["data"].(map[string]any); d["kind"] != "x" {
+	if d, _ := v["data"].(map[string]any); d["kind"] != "x" {
 		t.Fatalf("<$> rendered %s, want data decoded", got)
 	}
 }

