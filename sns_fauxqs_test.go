@@ -227,7 +227,7 @@ target:
   endpoint: %s
   message_group_id: '<$.body.customer>'
   message_deduplication_id: '<$.body.id>'
-  input_template: '{"customer": <$.body.customer>, "id": <$.body.id>}'
+  input_template: '<$.body>'
 `, sourceURL, endpoint, topicARN, endpoint))
 	built = append(built, buildPipe(t, reg, pipes.Env{}, fmt.Sprintf(`
 name: read
