@@ -44,7 +44,9 @@ func objectPath(body string) bool {
 // lintTemplate warns on an input template that AWS renders without the
 // inner quotes of an object or array: a bare `<$.body>` (on a JSON body:
 // `{key: value}`), or such a placeholder inside a JSON string or free
-// text. The warning gives the form that yields real JSON.
+// text. pipes renders them as JSON (its documented behaviour, which files
+// rely on), so the same file would behave differently in AWS; the warning
+// gives the form that yields the same JSON in both.
 func (d *decoder) lintTemplate(pos Pos, field, src string) {
 	trimmed := strings.TrimSpace(src)
 	looksJSON := strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[")
@@ -73,11 +75,11 @@ func (d *decoder) lintTemplate(pos Pos, field, src string) {
 		}
 		switch {
 		case trimmed == ph:
-			d.warnf(pos, field, "%s alone renders a JSON body without its inner quotes ({key: value}), as AWS does: for JSON write {\"data\": %s}", ph, ph)
+			d.warnf(pos, field, "%s alone forwards a JSON body as it is here, but AWS renders it without its inner quotes ({key: value}); for the same JSON in both write {\"data\": %s}", ph, ph)
 		case looksJSON && inStr:
-			d.warnf(pos, field, "\"%s\" is inside a JSON string: an object or array there renders without its inner quotes ({key: value}), as AWS does; for JSON leave the quotes out: {\"data\": %s}", ph, ph)
+			d.warnf(pos, field, "\"%s\" is inside a JSON string: an object or array there is escaped JSON text here, but AWS renders it without its inner quotes ({key: value}); for the same JSON in both leave the quotes out: {\"data\": %s}", ph, ph)
 		case !looksJSON:
-			d.warnf(pos, field, "%s in free text renders an object or array without its inner quotes ({key: value}), as AWS does; for JSON write {\"data\": %s}", ph, ph)
+			d.warnf(pos, field, "%s in free text: an object or array is JSON text here, but AWS renders it without its inner quotes ({key: value}); for the same JSON in both write {\"data\": %s}", ph, ph)
 		}
 	}
 }

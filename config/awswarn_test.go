@@ -33,7 +33,7 @@ func TestLintWarnsWhereAWSBehaviourSurprises(t *testing.T) {
 		want     string // "" for no warning
 		wantPath string
 	}{
-		{"a bare <$.body>", `input_template: "<$.body>"`, "", `<$.body> alone renders a JSON body without its inner quotes ({key: value}), as AWS does: for JSON write {"data": <$.body>}`, "target.input_template"},
+		{"a bare <$.body>", `input_template: "<$.body>"`, "", `<$.body> alone forwards a JSON body as it is here, but AWS renders it without its inner quotes ({key: value}); for the same JSON in both write {"data": <$.body>}`, "target.input_template"},
 		{"the whole record alone", `input_template: "<$>"`, "", `<$> alone`, "target.input_template"},
 		{"the body inside a JSON string", `input_template: '{"data": "<$.body>"}'`, "", `"<$.body>" is inside a JSON string`, "target.input_template"},
 		{"a wildcard inside a JSON string", `input_template: '{"ids": "<$.body.items[*].id>"}'`, "", `"<$.body.items[*].id>" is inside a JSON string`, "target.input_template"},
