@@ -18,6 +18,12 @@ type decoder struct {
 	lookup func(string) (string, bool)
 	errs   Errors
 	warns  Warnings
+	// skip holds the positions of values made with a placeholder for an
+	// unset variable (Loader.SkipEnv), and their fields: their problems
+	// are not reported.
+	skip map[Pos]string
+	// placeholder is set by the lookup when it made one up.
+	placeholder bool
 }
 
 // warnf records something valid that would only show at run time (see
@@ -27,6 +33,9 @@ func (d *decoder) warnf(pos Pos, field, format string, args ...any) {
 }
 
 func (d *decoder) errorf(pos Pos, field, format string, args ...any) {
+	if _, skipped := d.skip[pos]; skipped {
+		return
+	}
 	d.errs = append(d.errs, &Error{Pos: pos, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -201,7 +210,11 @@ func (d *decoder) scalarOf(n *yaml.Node, field, want string) (scalar, bool) {
 		d.errorf(d.pos(n), field, "must be %s, got %s", want, kindName(n))
 		return scalar{}, false
 	}
+	d.placeholder = false
 	text, used, err := expand(n.Value, d.lookup)
+	if d.placeholder {
+		d.skipAt(d.pos(n), field)
+	}
 	if err != nil {
 		d.errorf(d.pos(n), field, "%v", err)
 		return scalar{}, false
