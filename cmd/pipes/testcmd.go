@@ -34,7 +34,7 @@ type testFlags struct {
 	preload bool
 }
 
-func newTestCmd(stdin io.Reader, stdout io.Writer) *cobra.Command {
+func newTestCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var f testFlags
 	cmd := &cobra.Command{
 		Use:   "test -f FILE --input EVENTS.jsonl",
@@ -55,7 +55,7 @@ get (the parsed JSON when the rendered payload is JSON, else the text).
 No queue or target is contacted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return testPipe(cmd.Context(), f, stdin, stdout)
+			return testPipe(cmd.Context(), f, stdin, stdout, stderr)
 		},
 	}
 	fl := cmd.Flags()
@@ -76,10 +76,21 @@ type testResult struct {
 	Error       string          `json:"error,omitempty"`
 }
 
-func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout io.Writer) error {
-	specs, err := loadSpecs(pipes.NewRegistry(), f.files)
+func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout, stderr io.Writer) error {
+	byFile, order, err := loadOffline(f.files, f.enrich, stderr)
 	if err != nil {
 		return err
+	}
+	var specs []config.Pipe
+	var pairs [][2]string
+	for _, file := range order {
+		specs = append(specs, byFile[file]...)
+		if tf := testFileFor(file); tf != "" {
+			pairs = append(pairs, [2]string{file, tf})
+		}
+	}
+	if f.input == "" && len(pairs) > 0 {
+		return runTestFiles(ctx, pairs, byFile, f, stdout)
 	}
 	spec, err := pickPipe(specs, f.pipe)
 	if err != nil {
@@ -94,7 +105,7 @@ func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout io.Write
 		}
 	}
 	if f.input == "" {
-		return usageErr(errors.New("--input is required (a JSON Lines file, or - for standard input)"))
+		return usageErr(errors.New("--input is required (a JSON Lines file, or - for standard input), or a test file beside the pipeline file (NAME_test.yaml)"))
 	}
 	if f.preload && f.records {
 		return usageErr(errors.New("--preload and --records are two input formats: give one"))
@@ -417,4 +428,44 @@ func preloadMessages(ctx context.Context, spec config.Pipe, name string, r io.Re
 		}
 		all = append(all, msgs...)
 	}
+}
+
+// loadOffline loads the pipes of the files (folders walked as validate
+// does) for pipes test, which contacts no queue: a variable that is unset
+// and has no default becomes a placeholder, except in what the test runs
+// (the filter, the input template, unwrap and, with --enrich, the
+// enrichment), where it is an error. Problems are printed on stderr, one a
+// line, and make a usage error.
+func loadOffline(args []string, enrich bool, stderr io.Writer) (map[string][]config.Pipe, []string, error) {
+	if len(args) == 0 {
+		return nil, nil, usageErr(errors.New("no pipeline file: give one with -f FILE"))
+	}
+	files, problems := validateFiles(args)
+	reports := config.Loader{SkipEnv: true}.Reports(files...)
+	reg := pipes.NewRegistry()
+	byFile := map[string][]config.Pipe{}
+	n := len(problems)
+	for _, p := range problems {
+		fmt.Fprintln(stderr, p)
+	}
+	for i := range reports {
+		r := &reports[i]
+		r.Errors = append(r.Errors, compileErrors(reg, r)...)
+		for pos, field := range r.Placeholders {
+			if f := pipeField(field, ""); related(f, "filter") || related(f, "target.input_template") || f == "source.unwrap" || (enrich && related(f, "enrichment")) {
+				r.Errors = append(r.Errors, &config.Error{Pos: pos, Field: field,
+					Msg: "uses a variable that is not set and has no default: pipes test needs those of the filter, the input template and unwrap (and the enrichment with --enrich), not the source's or the target's"})
+			}
+		}
+		sortErrors(r.Errors)
+		for _, e := range r.Errors {
+			fmt.Fprintln(stderr, e)
+		}
+		n += len(r.Errors)
+		byFile[r.File] = r.Pipes
+	}
+	if n > 0 {
+		return nil, nil, usageErr(fmt.Errorf("%s in the pipeline files", plural(n, "problem")))
+	}
+	return byFile, files, nil
 }
