@@ -90,7 +90,7 @@ func newRoot(in *interrupts, stdin io.Reader, stdout, stderr io.Writer) *cobra.C
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newRunCmd(in, stdout, stderr), newValidateCmd(stdout, stderr), newTestCmd(stdin, stdout, stderr), newSendCmd(stdin, stdout, stderr), newDLQCmd(stdout, stderr), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(in, stdout, stderr), newValidateCmd(stdout, stderr), newTestCmd(stdin, stdout, stderr), newSendCmd(stdin, stdout, stderr), newSchemaCmd(stdout), newDLQCmd(stdout, stderr), newVersionCmd(stdout))
 	return root
 }
 
