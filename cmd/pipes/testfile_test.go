@@ -89,7 +89,7 @@ func TestPipesTestFailsWithADiffOnAMismatch(t *testing.T) {
 	}
 	for _, want := range []string{
 		"FAIL " + filepath.Join(filepath.Dir(file), "pipeline_test.yaml") + ":2: wrong n",
-		`     -   "n": 4`+"\n"+`     +   "n": 3`, `         "id": "a-1",`,
+		`     -   "n": 4` + "\n" + `     +   "n": 3`, `         "id": "a-1",`,
 		"wrong outcome\n    outcome: want passed, got filtered",
 		"ok   ", "1 passed, 2 failed",
 	} {
