@@ -32,6 +32,7 @@ type runFlags struct {
 	drain            bool
 	dryRun           bool
 	maxInflightBytes int64
+	watch            bool
 }
 
 func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
@@ -53,6 +54,7 @@ func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
 	fl.BoolVar(&f.drain, "drain", false, "exit 0 once every source is empty and nothing is in flight")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "call no target and delete nothing: print what each target would get, keep the messages hidden while running and release them at exit")
 	fl.Int64Var(&f.maxInflightBytes, "max-inflight-bytes", 256<<20, "budget for the payload bytes of received, unsettled messages across all pipes (0: no limit); the process's memory is a small multiple of it")
+	fl.BoolVar(&f.watch, "watch", false, "reload the pipeline files when they change (as SIGHUP does): changed pipes are drained and started again, the others keep running")
 	return cmd
 }
 
@@ -125,7 +127,7 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 	if err != nil {
 		return usageErr(err)
 	}
-	runner := pipe.NewRunner(built...)
+	runner := newSupervisor(reg, env, f.files, log)
 	in.runStarted(log, f.shutdownTimeout, runner.Abort)
 	defer in.runEnded()
 	if f.metricsAddr != "" {
@@ -135,7 +137,7 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 		}
 		defer stopServer()
 	}
-	if err := runner.Run(ctx); err != nil {
+	if err := runner.Run(ctx, specs, built, reloads(ctx, in, f.files, f.watch, log)); err != nil {
 		return runtimeErr(err)
 	}
 	if f.drain {
@@ -144,9 +146,15 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 	return nil
 }
 
+// opsView is what /readyz reads of the running pipes.
+type opsView interface {
+	Ready() bool
+	Pipes() []*pipe.Pipe
+}
+
 // serveOps serves /metrics, /healthz and /readyz until the returned
 // function is called.
-func serveOps(addr string, reg *prometheus.Registry, runner *pipe.Runner, log *slog.Logger) (func(), error) {
+func serveOps(addr string, reg *prometheus.Registry, runner opsView, log *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening for metrics on %s: %w", addr, err)
