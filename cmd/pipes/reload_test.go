@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -180,5 +181,17 @@ func TestSamePipeSkipsPositionsOnly(t *testing.T) {
 				t.Errorf("samePipe = %v, want %v", got, tc.same)
 			}
 		})
+	}
+}
+
+func TestABusyMetricsPortSaysHowToChangeIt(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, _, stderr := runCLI(t, "run", "--drain", "--metrics-addr", ln.Addr().String(), "-f", "../../examples/quickstart/pipeline.yaml")
+	if code != 1 || !strings.Contains(stderr, "in use") || !strings.Contains(stderr, `--metrics-addr ""`) || !strings.Contains(stderr, "--metrics-addr HOST:PORT") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 }

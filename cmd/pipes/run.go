@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -157,6 +158,9 @@ type opsView interface {
 func serveOps(addr string, reg *prometheus.Registry, runner opsView, log *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("listening for metrics on %s: the address is in use (another pipes run?): choose another with --metrics-addr HOST:PORT (127.0.0.1:0 picks a free port), or turn the server off with --metrics-addr \"\": %w", addr, err)
+		}
 		return nil, fmt.Errorf("listening for metrics on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
