@@ -34,6 +34,10 @@ type Report struct {
 	// Checks beyond the loader's (compiling filters and templates) may run
 	// on them to report more problems at once.
 	Pipes []Pipe
+	// Paths are the field paths of Pipes in the file: "" for a file of one
+	// pipe, "pipes[1]" for the second of a pipes: list. Checks beyond the
+	// loader's prefix their fields with them.
+	Paths []string
 	// Errors and Warnings are the file's own, sorted; duplicate pipe names
 	// across the files of one Reports call are errors of the later file.
 	Errors   Errors
@@ -69,6 +73,7 @@ func (l Loader) Reports(files ...string) []Report {
 		r.Errors, r.Warnings, r.Placeholders = errs, warns, skip
 		for _, p := range ps {
 			r.Pipes = append(r.Pipes, p.pipe)
+			r.Paths = append(r.Paths, strings.TrimSuffix(strings.TrimSuffix(p.nameField, "name"), "."))
 			all = append(all, p)
 			owner = append(owner, len(out))
 		}

@@ -157,9 +157,13 @@ func compileErrors(reg *pipes.Registry, r *config.Report) config.Errors {
 		}
 		for _, e := range errs {
 			f := pipeField(e.Field, e.Msg)
-			if !slices.ContainsFunc(bad, func(b string) bool { return related(b, f) }) {
-				out = append(out, e)
+			if slices.ContainsFunc(bad, func(b string) bool { return related(b, f) }) {
+				continue
 			}
+			if i < len(r.Paths) && r.Paths[i] != "" {
+				e = &config.Error{Pos: e.Pos, Field: join(r.Paths[i], e.Field), Msg: e.Msg}
+			}
+			out = append(out, e)
 		}
 	}
 	return out
@@ -211,6 +215,14 @@ func related(a, b string) bool {
 		return a == b
 	}
 	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
+}
+
+// join appends field to a pipe's path.
+func join(path, field string) string {
+	if field == "" {
+		return path
+	}
+	return path + "." + field
 }
 
 func sortErrors(es config.Errors) {
