@@ -3,6 +3,7 @@ package pipes_test
 import (
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pipesproject/pipes"
@@ -14,7 +15,9 @@ import (
 func TestEveryExamplePipelineIsValid(t *testing.T) {
 	var files []string
 	filepath.WalkDir("examples", func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && (filepath.Ext(path) == ".yaml" || filepath.Ext(path) == ".yml") {
+		// NAME_test.yaml files are pipes test's test files, not pipelines.
+		isTest := strings.HasSuffix(strings.TrimSuffix(path, filepath.Ext(path)), "_test")
+		if err == nil && !d.IsDir() && !isTest && (filepath.Ext(path) == ".yaml" || filepath.Ext(path) == ".yml") {
 			files = append(files, path)
 		}
 		return nil

@@ -18,6 +18,15 @@ type decoder struct {
 	lookup func(string) (string, bool)
 	errs   Errors
 	warns  Warnings
+	// skip holds the positions of values made with a placeholder for an
+	// unset variable (Loader.SkipEnv), and their fields: their problems
+	// are not reported.
+	skip map[Pos]string
+	// placeholder is set by the lookup when it made one up.
+	placeholder bool
+	// rec, when set, notes every block and key the decoder reads, for
+	// Schema.
+	rec *recorder
 }
 
 // warnf records something valid that would only show at run time (see
@@ -27,6 +36,9 @@ func (d *decoder) warnf(pos Pos, field, format string, args ...any) {
 }
 
 func (d *decoder) errorf(pos Pos, field, format string, args ...any) {
+	if _, skipped := d.skip[pos]; skipped {
+		return
+	}
 	d.errs = append(d.errs, &Error{Pos: pos, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -84,6 +96,7 @@ func (d *decoder) block(n *yaml.Node, path string, known []string) *block {
 		d.errorf(d.pos(n), path, "must be a mapping, got %s", kindName(n))
 		return nil
 	}
+	d.rec.block(path, known)
 	b := &block{d: d, path: path, pos: d.pos(n), vals: map[string]*yaml.Node{}, keyPos: map[string]Pos{}}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), n.Content[i+1]
@@ -157,6 +170,7 @@ func (b *block) at(key string) Pos {
 
 // sub is the mapping under key, or nil when key is absent or null.
 func (b *block) sub(key string, known []string) *block {
+	b.d.rec.block(b.field(key), known)
 	if !b.has(key) {
 		return nil
 	}
@@ -201,7 +215,11 @@ func (d *decoder) scalarOf(n *yaml.Node, field, want string) (scalar, bool) {
 		d.errorf(d.pos(n), field, "must be %s, got %s", want, kindName(n))
 		return scalar{}, false
 	}
+	d.placeholder = false
 	text, used, err := expand(n.Value, d.lookup)
+	if d.placeholder {
+		d.skipAt(d.pos(n), field)
+	}
 	if err != nil {
 		d.errorf(d.pos(n), field, "%v", err)
 		return scalar{}, false
@@ -217,18 +235,21 @@ func (d *decoder) scalarOf(n *yaml.Node, field, want string) (scalar, bool) {
 
 // str is key's text, "" when absent.
 func (b *block) str(key string) string {
+	b.d.rec.field(b.path, key, fieldSpec{Kind: "string"})
 	s, _ := b.d.scalarOf(b.vals[key], b.field(key), "a string")
 	return s.text
 }
 
 // strPos is key's text and where it is written.
 func (b *block) strPos(key string) (string, Pos) {
+	b.d.rec.field(b.path, key, fieldSpec{Kind: "string"})
 	s, _ := b.d.scalarOf(b.vals[key], b.field(key), "a string")
 	return s.text, b.at(key)
 }
 
 // enum is key's text, which must be one of allowed; def when absent.
 func (b *block) enum(key, def string, allowed ...string) string {
+	b.d.rec.field(b.path, key, fieldSpec{Kind: "enum", Enum: allowed, Default: def})
 	s, ok := b.d.scalarOf(b.vals[key], b.field(key), "a string")
 	if !ok {
 		return def
@@ -242,6 +263,7 @@ func (b *block) enum(key, def string, allowed ...string) string {
 
 // integer is key's whole number in [lo, hi]; def when absent or invalid.
 func (b *block) integer(key string, def, lo, hi int) int {
+	b.d.rec.field(b.path, key, fieldSpec{Kind: "integer", Min: float64(lo), Max: float64(hi), Default: def})
 	field := b.field(key)
 	s, ok := b.d.scalarOf(b.vals[key], field, "a whole number")
 	if !ok {
@@ -265,6 +287,7 @@ func (b *block) integer(key string, def, lo, hi int) int {
 
 // number is key's number in [lo, hi]; def when absent or invalid.
 func (b *block) number(key string, def, lo, hi float64) float64 {
+	b.d.rec.field(b.path, key, fieldSpec{Kind: "number", Min: lo, Max: hi, Default: def})
 	field := b.field(key)
 	s, ok := b.d.scalarOf(b.vals[key], field, "a number")
 	if !ok {
@@ -288,6 +311,7 @@ func (b *block) number(key string, def, lo, hi float64) float64 {
 
 // boolean is key's true or false; def when absent or invalid.
 func (b *block) boolean(key string, def bool) bool {
+	b.d.rec.field(b.path, key, fieldSpec{Kind: "boolean", Default: def})
 	field := b.field(key)
 	s, ok := b.d.scalarOf(b.vals[key], field, "true or false")
 	if !ok {
@@ -307,6 +331,7 @@ func (b *block) boolean(key string, def bool) bool {
 // duration is key's duration ("30s") in [lo, hi]; def when absent or
 // invalid.
 func (b *block) duration(key string, def, lo, hi time.Duration) time.Duration {
+	b.d.rec.field(b.path, key, fieldSpec{Kind: "duration", Default: fmtDuration(def)})
 	v, ok := b.durationAny(key)
 	if !ok {
 		return def
@@ -321,6 +346,7 @@ func (b *block) duration(key string, def, lo, hi time.Duration) time.Duration {
 // durationAny is key's duration without a range check; false when absent or
 // invalid (reported).
 func (b *block) durationAny(key string) (time.Duration, bool) {
+	b.d.rec.field(b.path, key, fieldSpec{Kind: "duration"})
 	field := b.field(key)
 	s, ok := b.d.scalarOf(b.vals[key], field, `a duration like "30s"`)
 	if !ok {
@@ -353,6 +379,7 @@ func fmtDuration(d time.Duration) string {
 // headers is key's mapping of HTTP header names to values. Values are never
 // printed: they often hold credentials.
 func (b *block) headers(key string) map[string]string {
+	b.d.rec.field(b.path, key, fieldSpec{Kind: "headers"})
 	n := deref(b.vals[key])
 	if isNull(n) {
 		return nil

@@ -15,6 +15,11 @@ type Loader struct {
 	// LookupEnv gives ${NAME} its value; nil means os.LookupEnv. Tests and
 	// embedders set it to interpolate from somewhere else.
 	LookupEnv func(string) (string, bool)
+	// SkipEnv makes a variable that is unset and has no default a
+	// placeholder (see Placeholder) instead of an error, and leaves out
+	// the problems of the values made with one: `pipes validate
+	// --skip-env` checks files without their deployment's environment.
+	SkipEnv bool
 }
 
 // Load is Loader{}.Load: it reads pipeline files with the process
@@ -110,17 +115,8 @@ func (l Loader) Lint(paths ...string) ([]Pipe, Warnings, error) {
 }
 
 func (l Loader) parseWarn(name string, data []byte) ([]parsed, Errors, Warnings) {
-	lookup := l.LookupEnv
-	if lookup == nil {
-		lookup = os.LookupEnv
-	}
-	dir, err := filepath.Abs(filepath.Dir(name))
-	if err != nil {
-		dir = filepath.Dir(name)
-	}
-	d := &decoder{file: name, lookup: lookup}
-	ps := d.parseFile(data, dir)
-	return ps, d.errs, d.warns
+	ps, errs, warns, _ := l.parseAll(name, data)
+	return ps, errs, warns
 }
 
 // pipelineFiles expands folders to their pipeline files and drops repeats.

@@ -23,6 +23,7 @@ const (
 // mapping or a string holding a JSON object, kept as canonical JSON text
 // (compact, keys sorted). Their grammar is the filter package's business.
 func (d *decoder) patterns(b *block) ([]string, []Pos) {
+	d.rec.field(b.path, "patterns", fieldSpec{Kind: "patterns"})
 	n := deref(b.vals["patterns"])
 	if isNull(n) {
 		return nil, nil

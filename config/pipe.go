@@ -119,9 +119,10 @@ func (d *decoder) pipe(n *yaml.Node, path, dir string) (parsed, bool) {
 	}
 	p.Name = name.text
 
+	var sb, tb *block
 	if !b.has("source") {
 		d.errorf(b.pos, path, "source is required")
-	} else if sb := b.sub("source", []string{
+	} else if sb = b.sub("source", []string{
 		"type", "queue_url", "queue_arn", "queue_name", "region", "endpoint",
 		"batch_size", "batch_window", "max_concurrency", "visibility_timeout", "wait_time",
 		"initial_concurrency", "scale_up_per_minute", "rate_limit", "unwrap", "retry_backoff",
@@ -140,9 +141,10 @@ func (d *decoder) pipe(n *yaml.Node, path, dir string) (parsed, bool) {
 	}
 	if !b.has("target") {
 		d.errorf(b.pos, path, "target is required")
-	} else if tb := b.sub("target", targetKeys); tb != nil {
+	} else if tb = b.sub("target", targetKeys); tb != nil {
 		p.Target = d.target(tb)
 	}
+	d.lintPipe(p, sb, tb)
 	if db := b.sub("dead_letter", append([]string{"on_exhausted"}, targetKeys...)); db != nil {
 		p.DeadLetter = &DeadLetter{
 			Target:      d.target(db),

@@ -67,7 +67,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 }
 
 func (s *Server) pipeOf(w http.ResponseWriter, r *http.Request) (*pipeState, bool) {
+	s.pipesMu.RLock()
 	p, ok := s.byName[r.PathValue("name")]
+	s.pipesMu.RUnlock()
 	if !ok {
 		http.Error(w, "no such pipe", http.StatusNotFound)
 	}
@@ -122,8 +124,9 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (s *Server) views() []PipeView {
-	out := make([]PipeView, 0, len(s.pipes))
-	for _, p := range s.pipes {
+	shown := s.shown()
+	out := make([]PipeView, 0, len(shown))
+	for _, p := range shown {
 		s.touchDepths(p)
 		v, _ := s.view(p)
 		out = append(out, v)

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -96,6 +97,7 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
+	pipesMu  sync.RWMutex // guards pipes and byName (Put after a reload)
 	pipes    []*pipeState
 	byName   map[string]*pipeState
 	tmpl     *template.Template
@@ -164,18 +166,60 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, tmpl: tmpl, loopback: loop, byName: map[string]*pipeState{}}
 	for _, p := range cfg.Pipes {
-		if p.Control == nil || p.Recorder == nil {
-			return nil, errors.New("status page: every pipe needs its Control and Recorder")
+		if err := s.Put(p); err != nil {
+			return nil, err
 		}
-		if p.Scrub == nil {
-			p.Scrub = func(s string) string { return s }
-		}
-		ps := &pipeState{Pipe: p, name: p.Control.Name()}
-		s.pipes = append(s.pipes, ps)
-		s.byName[ps.name] = ps
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
+}
+
+// Put shows p, in place of the pipe of the same name if there is one (a
+// pipe started again by a reload: give it the same Recorder to keep its
+// history), else after the others. It is safe to call while serving.
+func (s *Server) Put(p Pipe) error {
+	if p.Control == nil || p.Recorder == nil {
+		return errors.New("status page: every pipe needs its Control and Recorder")
+	}
+	if p.Scrub == nil {
+		p.Scrub = func(s string) string { return s }
+	}
+	ps := &pipeState{Pipe: p, name: p.Control.Name()}
+	s.pipesMu.Lock()
+	defer s.pipesMu.Unlock()
+	if old, ok := s.byName[ps.name]; ok {
+		old.mu.Lock()
+		ps.depths, ps.depthsAt, ps.depthsErr, ps.job = old.depths, old.depthsAt, old.depthsErr, old.job
+		old.mu.Unlock()
+		for i, q := range s.pipes {
+			if q == old {
+				s.pipes[i] = ps
+			}
+		}
+	} else {
+		s.pipes = append(s.pipes, ps)
+	}
+	s.byName[ps.name] = ps
+	return nil
+}
+
+// Remove stops showing the pipe of that name (removed by a reload).
+func (s *Server) Remove(name string) {
+	s.pipesMu.Lock()
+	defer s.pipesMu.Unlock()
+	old, ok := s.byName[name]
+	if !ok {
+		return
+	}
+	delete(s.byName, name)
+	s.pipes = slices.DeleteFunc(s.pipes, func(q *pipeState) bool { return q == old })
+}
+
+// shown is a copy of the pipes shown now, in order.
+func (s *Server) shown() []*pipeState {
+	s.pipesMu.RLock()
+	defer s.pipesMu.RUnlock()
+	return slices.Clone(s.pipes)
 }
 
 // isLoopback reports whether host names the loopback interface.
@@ -211,7 +255,7 @@ func (s *Server) sampleLoop() {
 	t := time.NewTicker(s.cfg.SampleEvery)
 	defer t.Stop()
 	now := time.Now()
-	for _, p := range s.pipes {
+	for _, p := range s.shown() {
 		p.Recorder.Sample(now)
 	}
 	for {
@@ -219,7 +263,7 @@ func (s *Server) sampleLoop() {
 		case <-s.ctx.Done():
 			return
 		case now := <-t.C:
-			for _, p := range s.pipes {
+			for _, p := range s.shown() {
 				p.Recorder.Sample(now)
 			}
 		}

@@ -20,9 +20,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // exitError carries an exit code out of a command.
 type exitError struct {
 	code int
@@ -89,21 +86,11 @@ func newRoot(in *interrupts, stdin io.Reader, stdout, stderr io.Writer) *cobra.C
 		Short:         "Run event pipelines from queues to targets, the way EventBridge Pipes does",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       versionLine(),
 	}
-	root.AddCommand(newRunCmd(in, stdout, stderr), newValidateCmd(stdout), newTestCmd(stdin, stdout), newDLQCmd(stdout, stderr), newVersionCmd(stdout), newImportCmd(stdin, stdout, stderr))
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(newRunCmd(in, stdout, stderr), newValidateCmd(stdout, stderr), newTestCmd(stdin, stdout, stderr), newSendCmd(stdin, stdout, stderr), newSchemaCmd(stdout), newDLQCmd(stdout, stderr), newVersionCmd(stdout), newImportCmd(stdin, stdout, stderr))
 	return root
-}
-
-func newVersionCmd(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(stdout, "pipes", version)
-			return nil
-		},
-	}
 }
 
 // interrupts turns SIGINT and SIGTERM into a stop in three steps: the

@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +36,7 @@ type runFlags struct {
 	dryRun           bool
 	maxInflightBytes int64
 	ui               uiFlags // ui.go
+	watch            bool
 }
 
 func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
@@ -57,6 +60,7 @@ func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
 	fl.BoolVar(&f.dryRun, "dry-run", false, "call no target and delete nothing: print what each target would get, keep the messages hidden while running and release them at exit")
 	fl.Int64Var(&f.maxInflightBytes, "max-inflight-bytes", 256<<20, "budget for the payload bytes of received, unsettled messages across all pipes (0: no limit); the process's memory is a small multiple of it")
 	f.ui.register(fl)
+	fl.BoolVar(&f.watch, "watch", false, "reload the pipeline files when they change (as SIGHUP does): changed pipes are drained and started again, the others keep running")
 	return cmd
 }
 
@@ -129,12 +133,14 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 	if err != nil {
 		return usageErr(err)
 	}
-	stopUI, err := startUI(f.ui, specs, built, env, log)
+	page, err := startUI(f.ui, specs, built, env, log)
 	if err != nil {
 		return err
 	}
-	defer stopUI()
-	runner := pipe.NewRunner(built...)
+	defer page.stop()
+	load := func() ([]config.Pipe, error) { return loadRunSpecs(reg, f.files, f.aws, io.Discard) }
+	runner := newSupervisor(reg, env, load, log)
+	runner.onStart, runner.onRemove = page.started, page.removed
 	in.runStarted(log, f.shutdownTimeout, runner.Abort)
 	defer in.runEnded()
 	if f.metricsAddr != "" {
@@ -144,7 +150,7 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 		}
 		defer stopServer()
 	}
-	if err := runner.Run(ctx); err != nil {
+	if err := runner.Run(ctx, specs, built, reloads(ctx, in, append(slices.Clone(f.files), f.aws...), f.watch, log)); err != nil {
 		return runtimeErr(err)
 	}
 	if f.drain {
@@ -153,11 +159,20 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 	return nil
 }
 
+// opsView is what /readyz reads of the running pipes.
+type opsView interface {
+	Ready() bool
+	Pipes() []*pipe.Pipe
+}
+
 // serveOps serves /metrics, /healthz and /readyz until the returned
 // function is called.
-func serveOps(addr string, reg *prometheus.Registry, runner *pipe.Runner, log *slog.Logger) (func(), error) {
+func serveOps(addr string, reg *prometheus.Registry, runner opsView, log *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("listening for metrics on %s: the address is in use (another pipes run?): choose another with --metrics-addr HOST:PORT (127.0.0.1:0 picks a free port), or turn the server off with --metrics-addr \"\": %w", addr, err)
+		}
 		return nil, fmt.Errorf("listening for metrics on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()

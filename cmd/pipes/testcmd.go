@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/internal/httpcore"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/target/httptarget"
 )
 
@@ -29,9 +31,10 @@ type testFlags struct {
 	records bool
 	enrich  bool
 	pipe    string
+	preload bool
 }
 
-func newTestCmd(stdin io.Reader, stdout io.Writer) *cobra.Command {
+func newTestCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var f testFlags
 	cmd := &cobra.Command{
 		Use:   "test -f FILE --input EVENTS.jsonl",
@@ -40,20 +43,26 @@ func newTestCmd(stdin io.Reader, stdout io.Writer) *cobra.Command {
 Each line is a message body (any JSON value, or raw text), wrapped in an SQS
 record as the source would make it; with --records each line is a whole Pipes
 SQS or RabbitMQ ("eventSource": "aws:rmq", data in base64) record instead,
-used as it is. For each event one JSON line is written:
+used as it is. With --preload each line is in the memory source's preload
+format ({"body": ..., "message_attributes": ..., "group_id": ...}) and becomes
+the record a memory queue would give; that is the default when --input is the
+pipe's own preload file, and --input may then be left out (the quickstart:
+pipes test -f examples/quickstart/pipeline.yaml). For each event one JSON
+line is written:
 {"index":N,"passed":true|false,"target_input":...,"error":"..."}
 where index counts events from 0 and target_input is what the target would
 get (the parsed JSON when the rendered payload is JSON, else the text).
 No queue or target is contacted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return testPipe(cmd.Context(), f, stdin, stdout)
+			return testPipe(cmd.Context(), f, stdin, stdout, stderr)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder")
 	fl.StringVar(&f.input, "input", "", "events file, JSON Lines (- for standard input)")
 	fl.BoolVar(&f.records, "records", false, "each input line is a whole Pipes SQS or RabbitMQ record")
+	fl.BoolVar(&f.preload, "preload", false, "each input line is in the memory source's preload format (default when --input is the pipe's preload file)")
 	fl.BoolVar(&f.enrich, "enrich", false, "call the pipe's enrichment too (it is contacted for real)")
 	fl.StringVar(&f.pipe, "pipe", "", "the pipe to test when the files hold several")
 	return cmd
@@ -67,17 +76,39 @@ type testResult struct {
 	Error       string          `json:"error,omitempty"`
 }
 
-func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout io.Writer) error {
-	if f.input == "" {
-		return usageErr(errors.New("--input is required (a JSON Lines file, or - for standard input)"))
-	}
-	specs, err := loadSpecs(pipes.NewRegistry(), f.files)
+func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout, stderr io.Writer) error {
+	byFile, order, err := loadOffline(f.files, f.enrich, stderr)
 	if err != nil {
 		return err
+	}
+	var specs []config.Pipe
+	var pairs [][2]string
+	for _, file := range order {
+		specs = append(specs, byFile[file]...)
+		if tf := testFileFor(file); tf != "" {
+			pairs = append(pairs, [2]string{file, tf})
+		}
+	}
+	if f.input == "" && len(pairs) > 0 {
+		return runTestFiles(ctx, pairs, byFile, f, stdout)
 	}
 	spec, err := pickPipe(specs, f.pipe)
 	if err != nil {
 		return usageErr(err)
+	}
+	if preload := preloadPath(spec); preload != "" {
+		if f.input == "" {
+			f.input = preload
+		}
+		if samePath(f.input, preload) {
+			f.preload = true
+		}
+	}
+	if f.input == "" {
+		return usageErr(errors.New("--input is required (a JSON Lines file, or - for standard input), or a test file beside the pipeline file (NAME_test.yaml)"))
+	}
+	if f.preload && f.records {
+		return usageErr(errors.New("--preload and --records are two input formats: give one"))
 	}
 	flt, tr, err := pipes.Stages(spec)
 	if err != nil {
@@ -100,6 +131,25 @@ func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout io.Write
 	}
 	secrets := testSecrets(spec)
 	out := json.NewEncoder(stdout)
+	if f.preload {
+		msgs, err := preloadMessages(ctx, spec, f.input, in)
+		if err != nil {
+			return usageErr(err)
+		}
+		for i, msg := range msgs {
+			if spec.Source.Unwrap != "none" && spec.Source.Unwrap != "" {
+				pipe.Unwrap(msg, spec.Source.Unwrap)
+			}
+			res := testResult{Index: i}
+			if res.Passed, res.TargetInput, err = evaluate(ctx, msg, flt, enr, tr); err != nil {
+				res.Error = secrets.Redact(err.Error())
+			}
+			if err := out.Encode(res); err != nil {
+				return runtimeErr(fmt.Errorf("writing results: %w", err))
+			}
+		}
+		return nil
+	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 64*1024), 2<<20)
 	index, bad := 0, 0
@@ -323,4 +373,99 @@ func asJSON(payload []byte) (json.RawMessage, error) {
 		return json.RawMessage(payload), nil
 	}
 	return json.Marshal(string(payload))
+}
+
+// preloadPath is the pipe's preload file as the memory source opens it
+// (relative to the pipeline file's folder), "" when it has none.
+func preloadPath(spec config.Pipe) string {
+	p := spec.Source.Preload
+	if spec.Source.Type != "memory" || p == "" {
+		return ""
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(spec.Dir, p)
+	}
+	return p
+}
+
+// samePath reports whether a and b name the same file.
+func samePath(a, b string) bool {
+	if a == "-" || b == "-" {
+		return false
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
+// preloadMessages reads a preload file (name, r) through a memory queue of
+// the pipe's kind and returns its messages in order, as the memory source
+// would receive them.
+func preloadMessages(ctx context.Context, spec config.Pipe, name string, r io.Reader) ([]*pipe.Message, error) {
+	qname := spec.Source.QueueName
+	if qname == "" {
+		qname = spec.Name
+	}
+	q, err := memory.NewBroker().Queue(qname, memory.Options{FIFO: spec.Source.FIFO, VisibilityTimeout: time.Hour, Region: spec.Source.Region})
+	if err != nil {
+		return nil, fmt.Errorf("reading preload events: %w", err)
+	}
+	if _, err := q.PreloadReader(ctx, name, r); err != nil {
+		return nil, err
+	}
+	var all []*pipe.Message
+	for {
+		msgs, err := q.Receive(ctx, 10)
+		if err != nil {
+			return nil, fmt.Errorf("reading preload events: %w", err)
+		}
+		if len(msgs) == 0 {
+			return all, nil
+		}
+		// Deleted, so that a FIFO queue hands out each group's next one.
+		if err := q.Delete(ctx, msgs); err != nil {
+			return nil, fmt.Errorf("reading preload events: %w", err)
+		}
+		all = append(all, msgs...)
+	}
+}
+
+// loadOffline loads the pipes of the files (folders walked as validate
+// does) for pipes test, which contacts no queue: a variable that is unset
+// and has no default becomes a placeholder, except in what the test runs
+// (the filter, the input template, unwrap and, with --enrich, the
+// enrichment), where it is an error. Problems are printed on stderr, one a
+// line, and make a usage error.
+func loadOffline(args []string, enrich bool, stderr io.Writer) (map[string][]config.Pipe, []string, error) {
+	if len(args) == 0 {
+		return nil, nil, usageErr(errors.New("no pipeline file: give one with -f FILE"))
+	}
+	files, problems := validateFiles(args)
+	reports := config.Loader{SkipEnv: true}.Reports(files...)
+	reg := pipes.NewRegistry()
+	byFile := map[string][]config.Pipe{}
+	n := len(problems)
+	for _, p := range problems {
+		fmt.Fprintln(stderr, p)
+	}
+	for i := range reports {
+		r := &reports[i]
+		r.Errors = append(r.Errors, compileErrors(reg, r)...)
+		for pos, field := range r.Placeholders {
+			if f := pipeField(field, ""); related(f, "filter") || related(f, "target.input_template") || f == "source.unwrap" || (enrich && related(f, "enrichment")) {
+				r.Errors = append(r.Errors, &config.Error{Pos: pos, Field: field,
+					Msg: "uses a variable that is not set and has no default: pipes test needs those of the filter, the input template and unwrap (and the enrichment with --enrich), not the source's or the target's"})
+			}
+		}
+		sortErrors(r.Errors)
+		for _, e := range r.Errors {
+			fmt.Fprintln(stderr, e)
+		}
+		n += len(r.Errors)
+		byFile[r.File] = r.Pipes
+	}
+	if n > 0 {
+		return nil, nil, usageErr(fmt.Errorf("%s in the pipeline files", plural(n, "problem")))
+	}
+	return byFile, files, nil
 }

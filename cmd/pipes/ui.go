@@ -28,27 +28,30 @@ func (f *uiFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.token, "ui-token", "", "the secret the status page's actions (redrive, pause, resume) ask for; default $"+envUIToken+"; without one, actions are off")
 }
 
-// startUI starts the status page of the built pipes when --ui is set and
-// returns the function that stops it. It must run before the pipes do:
-// it sets their observers. A non-loopback address without a token is a
-// usage error.
-func startUI(f uiFlags, specs []config.Pipe, built []*pipe.Pipe, env pipes.Env, log *slog.Logger) (func(), error) {
+// statusPage is the running status page; nil when --ui is off (its
+// methods then do nothing).
+type statusPage struct {
+	srv  *ui.Server
+	env  pipes.Env
+	log  *slog.Logger
+	recs map[string]*ui.Recorder // by pipe name: a reloaded pipe keeps its history
+}
+
+// startUI starts the status page of the built pipes when --ui is set. It
+// must run before the pipes do: it sets their observers. A non-loopback
+// address without a token is a usage error.
+func startUI(f uiFlags, specs []config.Pipe, built []*pipe.Pipe, env pipes.Env, log *slog.Logger) (*statusPage, error) {
 	if f.addr == "" {
-		return func() {}, nil
+		return nil, nil
 	}
 	token := f.token
 	if token == "" {
 		token = os.Getenv(envUIToken)
 	}
+	sp := &statusPage{env: env, log: log, recs: map[string]*ui.Recorder{}}
 	cfg := ui.Config{Addr: f.addr, Token: token, Logger: log.With("component", "ui")}
 	for i, p := range built {
-		spec := specs[i]
-		secrets := ui.Secrets(spec)
-		rec := ui.NewRecorder(0, secrets.Text)
-		p.SetObserver(rec)
-		depths, redriver := ui.Queues(spec, env.Broker, log.With("pipe", spec.Name, "component", "ui-redrive"))
-		cfg.Pipes = append(cfg.Pipes, ui.Pipe{Control: p, Recorder: rec, Settings: ui.Settings(spec), Scrub: secrets.Text,
-			Depths: depths, Redriver: redriver, ExecutionData: spec.Logging.IncludeExecutionData})
+		cfg.Pipes = append(cfg.Pipes, sp.pipeOf(specs[i], p))
 	}
 	srv, err := ui.New(cfg)
 	if err != nil {
@@ -58,10 +61,51 @@ func startUI(f uiFlags, specs []config.Pipe, built []*pipe.Pipe, env pipes.Env, 
 	if err != nil {
 		return nil, runtimeErr(err)
 	}
+	sp.srv = srv
 	log.Info("serving the status page", "addr", addr, "url", "http://"+addr+"/", "actions", token != "")
-	return func() {
-		if err := srv.Close(); err != nil {
-			log.Warn("stopping the status page", "error", err)
-		}
-	}, nil
+	return sp, nil
+}
+
+// pipeOf observes p (before it runs) and says what the page shows of it.
+func (sp *statusPage) pipeOf(spec config.Pipe, p *pipe.Pipe) ui.Pipe {
+	secrets := ui.Secrets(spec)
+	rec, ok := sp.recs[spec.Name]
+	if !ok {
+		rec = ui.NewRecorder(0, secrets.Text)
+		sp.recs[spec.Name] = rec
+	}
+	p.SetObserver(rec)
+	depths, redriver := ui.Queues(spec, sp.env.Broker, sp.log.With("pipe", spec.Name, "component", "ui-redrive"))
+	return ui.Pipe{Control: p, Recorder: rec, Settings: ui.Settings(spec), Scrub: secrets.Text,
+		Depths: depths, Redriver: redriver, ExecutionData: spec.Logging.IncludeExecutionData}
+}
+
+// started shows a pipe a reload starts (before it runs), in place of its
+// old definition.
+func (sp *statusPage) started(spec config.Pipe, p *pipe.Pipe) {
+	if sp == nil {
+		return
+	}
+	if err := sp.srv.Put(sp.pipeOf(spec, p)); err != nil {
+		sp.log.Warn("status page: showing a reloaded pipe", "pipe", spec.Name, "error", err)
+	}
+}
+
+// removed stops showing a pipe a reload removed.
+func (sp *statusPage) removed(name string) {
+	if sp == nil {
+		return
+	}
+	delete(sp.recs, name)
+	sp.srv.Remove(name)
+}
+
+// stop stops the page.
+func (sp *statusPage) stop() {
+	if sp == nil {
+		return
+	}
+	if err := sp.srv.Close(); err != nil {
+		sp.log.Warn("stopping the status page", "error", err)
+	}
 }
