@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -176,14 +177,7 @@ func list(v any) []any {
 }
 
 // sortedKeys returns m's keys in order.
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 
 // intrinsic returns the name and argument of a one-key intrinsic mapping
 // ({"Ref": ...}, {"Fn::Sub": ...}); ok is false for anything else.
