@@ -51,6 +51,10 @@ type options struct {
 	scaleDelay   time.Duration
 	scaleFast    int
 
+	sameConc   []int
+	sameRounds int
+	benthos    string // -benthos: a Benthos v4 binary, measured beside pipes when set
+
 	memConc    int
 	memSize    int
 	memBudget  int64
@@ -61,7 +65,7 @@ type options struct {
 // defaultScenarios run unless -scenarios says otherwise; allScenarios adds
 // the optional ones.
 var (
-	defaultScenarios = []string{"throughput", "calls", "idle", "scaleup", "memory"}
+	defaultScenarios = []string{"throughput", "samejob", "calls", "idle", "scaleup", "memory"}
 	allScenarios     = append(defaultScenarios[:len(defaultScenarios):len(defaultScenarios)], "trickle")
 )
 
@@ -90,6 +94,9 @@ func run() error {
 	flag.IntVar(&o.scaleBacklog, "scaleup-backlog", 10000, "backlog kept on the queue during scale-up")
 	flag.DurationVar(&o.scaleDelay, "scaleup-delay", 5*time.Second, "target answer delay during scale-up")
 	flag.IntVar(&o.scaleFast, "scaleup-fast", 6000, "scale_up_per_minute of the second scale-up run (0: none)")
+	sameConc := flag.String("samejob-concurrency", "4,16", "concurrencies of the same-job comparison (comma-separated)")
+	flag.IntVar(&o.sameRounds, "samejob-rounds", 3, "rounds of the same-job comparison at each concurrency (the runners' order rotates; medians are reported)")
+	flag.StringVar(&o.benthos, "benthos", "", "a Benthos v4 binary to measure in the same-job comparison (built outside the repository)")
 	flag.IntVar(&o.memConc, "memory-concurrency", 1000, "concurrent batches of the memory runs")
 	flag.IntVar(&o.memSize, "memory-size", 4096, "message size of the memory runs")
 	flag.Int64Var(&o.memBudget, "memory-budget", 8<<20, "--max-inflight-bytes of the bounded memory run")
@@ -99,6 +106,9 @@ func run() error {
 
 	root, err := repoRoot()
 	if err != nil {
+		return err
+	}
+	if o.sameConc, err = parseConcurrencies(*sameConc); err != nil {
 		return err
 	}
 	if _, ok := servers[o.server]; !ok {
@@ -152,6 +162,7 @@ func (o *options) applyQuick() {
 	quick := map[string]func(){
 		"n":                  func() { o.n = 3000 },
 		"reps":               func() { o.reps = 1 },
+		"samejob-rounds":     func() { o.sameRounds = 1 },
 		"idle-wait":          func() { o.idleWait = 5 * time.Second },
 		"idle-seconds":       func() { o.idleSeconds = 15 * time.Second },
 		"scaleup-max":        func() { o.scaleMax = 30 },
@@ -177,9 +188,13 @@ type harness struct {
 	resultsDir string
 	pipesBin   string
 	minimalBin string
-	srv        *sqsServer
-	tgt        *target
-	kids       *children
+	samejobBin string
+	// benthosBin and benthosVersion are set when -benthos names a binary.
+	benthosBin     string
+	benthosVersion string
+	srv            *sqsServer
+	tgt            *target
+	kids           *children
 }
 
 func runHarness(ctx context.Context, root, dir string, o options) error {
@@ -190,15 +205,24 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 	defer os.RemoveAll(tmp)
 	h := &harness{o: o, root: root, tmp: tmp, resultsDir: dir, kids: &children{}}
 	defer h.kids.killAll()
-	progress("building pipes and the minimal consumer")
+	progress("building pipes, the minimal consumer and the same-job consumer")
 	h.pipesBin = filepath.Join(tmp, "pipes")
 	h.minimalBin = filepath.Join(tmp, "minimal")
-	for bin, pkg := range map[string]string{h.pipesBin: "./cmd/pipes", h.minimalBin: "./bench/minimal"} {
+	h.samejobBin = filepath.Join(tmp, "samejob")
+	for bin, pkg := range map[string]string{h.pipesBin: "./cmd/pipes", h.minimalBin: "./bench/minimal", h.samejobBin: "./bench/samejob"} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("building %s: %w: %s", pkg, err, out)
 		}
+	}
+	if o.benthos != "" {
+		out, err := exec.CommandContext(ctx, o.benthos, "--version").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("-benthos %s: %w: %s", o.benthos, err, out)
+		}
+		h.benthosBin = o.benthos
+		h.benthosVersion = strings.Join(strings.Fields(string(out)), " ")
 	}
 	progress("starting the SQS server (" + o.server + ")")
 	h.srv, err = startServer(ctx, root, o.server)
@@ -240,6 +264,7 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 		run  func(context.Context, *Results) error
 	}{
 		{"throughput", h.throughput},
+		{"samejob", h.sameJob},
 		{"calls", h.calls},
 		{"idle", h.idle},
 		{"scaleup", h.scaleUp},

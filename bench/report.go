@@ -33,6 +33,18 @@ func writeReport(w io.Writer, r *Results) error {
 		row("CPU ratio pipes/minimal", fmt.Sprintf("%.2f", t.CPURatio), "≤ 1.5", yes(t.CPURatio <= 1.5))
 		row("Server CPU (share of a core) with pipes / minimal", fmt.Sprintf("%.0f%% / %.0f%%", 100*t.Pipes.ServerCPUShare, 100*t.Minimal.ServerCPUShare), t.Note, nil)
 	}
+	if s := r.SameJob; s != nil {
+		for _, l := range s.Levels {
+			setup := fmt.Sprintf("%d × %d B, concurrency %d, wait %s, medians of %d rotated rounds", s.N, s.Size, l.Concurrency, s.WaitTime, s.Rounds)
+			row(fmt.Sprintf("Same job, concurrency %d: CPU µs per msg, pipes (records as they are)", l.Concurrency), fmt.Sprintf("%.1f (%.0f msgs/s)", 1000*l.Pipes.CPUPer1000, l.Pipes.MsgsPerSec), setup, nil)
+			row(fmt.Sprintf("Same job, concurrency %d: CPU µs per msg, same-job consumer (bench/samejob)", l.Concurrency), fmt.Sprintf("%.1f (%.0f msgs/s)", 1000*l.SameJob.CPUPer1000, l.SameJob.MsgsPerSec), "", nil)
+			row(fmt.Sprintf("Same job, concurrency %d: CPU ratio pipes/same-job", l.Concurrency), fmt.Sprintf("%.2f", l.CPURatio), "≤ 0.9", yes(l.CPURatio <= 0.9))
+			if l.Benthos != nil {
+				row(fmt.Sprintf("Same job, concurrency %d: CPU µs per msg, Benthos (%s; bodies as a JSON array, no record)", l.Concurrency, s.Benthos),
+					fmt.Sprintf("%.1f (%.0f msgs/s), ratio Benthos/same-job %.2f", 1000*l.Benthos.CPUPer1000, l.Benthos.MsgsPerSec, l.BenthosRatio), "", nil)
+			}
+		}
+	}
 	if c := r.Calls; c != nil {
 		ops := []string{"DeleteMessage", "ChangeMessageVisibility"} // per-message calls, shown even when 0
 		for op := range c.PerMessage {

@@ -25,6 +25,7 @@ type Results struct {
 	Also []string `json:"also,omitempty"`
 
 	Throughput *ThroughputResult `json:"throughput,omitempty"`
+	SameJob    *SameJobResult    `json:"samejob,omitempty"`
 	Calls      *CallsResult      `json:"calls,omitempty"`
 	Idle       *IdleResult       `json:"idle,omitempty"`
 	ScaleUp    []ScaleUpResult   `json:"scaleup,omitempty"`
@@ -62,10 +63,36 @@ type ThroughputResult struct {
 	Note        string `json:"note"`
 }
 
+// SameJobResult compares pipes with the hand-written same-job consumer
+// (bench/samejob) and, when it was given, Benthos, at each concurrency.
+type SameJobResult struct {
+	N        int    `json:"n"`
+	Size     int    `json:"size"`
+	WaitTime string `json:"wait_time"`
+	Rounds   int    `json:"rounds"`
+	// Benthos is the -benthos binary's version ("" when none was given).
+	Benthos string         `json:"benthos,omitempty"`
+	Levels  []SameJobLevel `json:"levels"`
+}
+
+// SameJobLevel is the same-job comparison at one concurrency.
+type SameJobLevel struct {
+	Concurrency int            `json:"concurrency"`
+	Runs        []Run          `json:"runs"`
+	Pipes       RunnerSummary  `json:"pipes"`
+	SameJob     RunnerSummary  `json:"samejob"`
+	Benthos     *RunnerSummary `json:"benthos,omitempty"`
+	// CPURatio and BenthosRatio are CPU per message of pipes and of
+	// Benthos over the same-job consumer's (medians).
+	CPURatio     float64 `json:"cpu_ratio"`
+	BenthosRatio float64 `json:"benthos_cpu_ratio,omitempty"`
+}
+
 // Run is one drain of N messages by one runner.
 type Run struct {
 	Runner         string  `json:"runner"`
 	Rep            int     `json:"rep"`
+	Concurrency    int     `json:"concurrency,omitempty"`
 	Seconds        float64 `json:"seconds"`
 	MsgsPerSec     float64 `json:"msgs_per_sec"`
 	CPUSeconds     float64 `json:"cpu_seconds"`
