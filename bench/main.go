@@ -65,7 +65,7 @@ type options struct {
 // defaultScenarios run unless -scenarios says otherwise; allScenarios adds
 // the optional ones.
 var (
-	defaultScenarios = []string{"throughput", "samejob", "calls", "idle", "scaleup", "memory"}
+	defaultScenarios = []string{"throughput", "samejob", "calls", "idle", "scaleup", "memory", "heap"}
 	allScenarios     = append(defaultScenarios[:len(defaultScenarios):len(defaultScenarios)], "trickle")
 )
 
@@ -183,12 +183,13 @@ func (o *options) applyQuick() {
 // harness is one run's shared state: the server, the target, the built
 // binaries and the children.
 type harness struct {
-	o          options
-	root, tmp  string
-	resultsDir string
-	pipesBin   string
-	minimalBin string
-	samejobBin string
+	o            options
+	root, tmp    string
+	resultsDir   string
+	pipesBin     string
+	minimalBin   string
+	samejobBin   string
+	heapprobeBin string
 	// benthosBin and benthosVersion are set when -benthos names a binary.
 	benthosBin     string
 	benthosVersion string
@@ -209,7 +210,8 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 	h.pipesBin = filepath.Join(tmp, "pipes")
 	h.minimalBin = filepath.Join(tmp, "minimal")
 	h.samejobBin = filepath.Join(tmp, "samejob")
-	for bin, pkg := range map[string]string{h.pipesBin: "./cmd/pipes", h.minimalBin: "./bench/minimal", h.samejobBin: "./bench/samejob"} {
+	h.heapprobeBin = filepath.Join(tmp, "heapprobe")
+	for bin, pkg := range map[string]string{h.pipesBin: "./cmd/pipes", h.minimalBin: "./bench/minimal", h.samejobBin: "./bench/samejob", h.heapprobeBin: "./bench/heapprobe"} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -269,6 +271,7 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 		{"idle", h.idle},
 		{"scaleup", h.scaleUp},
 		{"memory", h.memory},
+		{"heap", h.heap},
 		{"trickle", h.trickle},
 	}
 	var errs []error

@@ -94,6 +94,11 @@ func writeReport(w io.Writer, r *Results) error {
 			row(fig, val, "", nil)
 		}
 	}
+	for _, hp := range r.Heap {
+		row(fmt.Sprintf("Live heap per extra in-flight message, %d B bodies (HeapAlloc after a forced GC, bench/heapprobe, %d → %d messages held at the target)", hp.Size, hp.LoMessages, hp.HiMessages),
+			fmt.Sprintf("%.0f B (%.2f × body; %s → %s)", hp.PerMessage, hp.PerMessage/float64(hp.Size), mib(float64(hp.LoHeap)), mib(float64(hp.HiHeap))),
+			fmt.Sprintf("≤ 1.2 × body + 2 KB = %.0f B", hp.Target), yes(hp.PerMessage <= hp.Target))
+	}
 	if t := r.Trickle; t != nil {
 		row(fmt.Sprintf("ReceiveMessage calls for one message reaching an idle pipe at concurrency %.0f (wait %s)", t.ConcurrencyBefore, t.WaitTime),
 			fmt.Sprintf("%.0f (and %.0f from start until idle)", t.ReceivesForOne, t.StartupReceives), "", nil)

@@ -30,6 +30,7 @@ type Results struct {
 	Idle       *IdleResult       `json:"idle,omitempty"`
 	ScaleUp    []ScaleUpResult   `json:"scaleup,omitempty"`
 	Memory     []MemoryResult    `json:"memory,omitempty"`
+	Heap       []HeapResult      `json:"heap,omitempty"`
 	Trickle    *TrickleResult    `json:"trickle,omitempty"`
 }
 
@@ -168,6 +169,20 @@ type MemoryResult struct {
 	PeakInflightMsgs  float64 `json:"peak_inflight_messages"`
 	HeapPerInflight   float64 `json:"heap_per_inflight_message"`
 	WithinBudget      bool    `json:"within_budget"`
+}
+
+// HeapResult is the live heap per extra in-flight message at one message
+// size: HeapAlloc after a forced GC with LoMessages, then HiMessages, held
+// at the target.
+type HeapResult struct {
+	Size       int     `json:"size"`
+	LoMessages int     `json:"lo_messages"`
+	HiMessages int     `json:"hi_messages"`
+	LoHeap     uint64  `json:"lo_heap"`
+	HiHeap     uint64  `json:"hi_heap"`
+	PerMessage float64 `json:"per_message"`
+	// Target is 1.2 × the body + 2 KB.
+	Target float64 `json:"target"`
 }
 
 // loadResults reads dir/results.json; a missing file gives empty results.
