@@ -75,7 +75,7 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 	byID := make(map[string][]int, len(batch))
 	events := make([]*Event, 0, len(batch))
 	for i, d := range batch {
-		ev, err := NewEvent(d.Message)
+		ev, err := p.newEvent(d.Message)
 		if err != nil {
 			v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
 			continue
@@ -435,7 +435,7 @@ func (e execLog) invoking(ctx context.Context, events []*Event) {
 	for _, ev := range events {
 		attrs := []any{"message_id", ev.ID(), "receive_count", ev.Message.ReceiveCount()}
 		if e.payload {
-			attrs = append(attrs, "payload", string(ev.Payload))
+			attrs = append(attrs, "payload", string(ev.PayloadBytes()))
 		}
 		e.log.Log(ctx, slog.LevelDebug, "target invocation", attrs...)
 	}

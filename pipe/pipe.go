@@ -165,6 +165,10 @@ type Pipe struct {
 	abortOnce sync.Once
 	abort     chan struct{} // closed by Abort
 
+	// lazyPayloads: events carry their records not encoded yet (the
+	// target is a PayloadAppender and no stage reads payloads before it).
+	lazyPayloads bool
+
 	mu          sync.Mutex
 	info        SourceInfo
 	visibility  time.Duration
@@ -235,13 +239,15 @@ func New(opt Options) (*Pipe, error) {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := opt.Logger.With("pipe", opt.Name)
+	_, appender := opt.Target.(PayloadAppender)
 	return &Pipe{
-		opt:   opt,
-		log:   log,
-		exec:  newExecLog(log, opt.LogLevel, opt.IncludeExecutionData),
-		met:   opt.Metrics.forPipe(opt.Name),
-		wake:  make(chan struct{}, 1),
-		abort: make(chan struct{}),
+		lazyPayloads: appender && opt.Enricher == nil && opt.Transformer == nil,
+		opt:          opt,
+		log:          log,
+		exec:         newExecLog(log, opt.LogLevel, opt.IncludeExecutionData),
+		met:          opt.Metrics.forPipe(opt.Name),
+		wake:         make(chan struct{}, 1),
+		abort:        make(chan struct{}),
 	}, nil
 }
 

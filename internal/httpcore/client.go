@@ -232,6 +232,13 @@ type Request struct {
 	ContentType string
 	// Body is the request body.
 	Body []byte
+	// BodyFunc, when set, makes the body instead of Body: a new reader of
+	// BodyLen bytes at each call (a request may be written again on a new
+	// connection), so that a body written as it is read (batching.Array)
+	// is not held whole.
+	BodyFunc func() io.Reader
+	// BodyLen is the length of what BodyFunc's readers read.
+	BodyLen int64
 	// ReadAnswer reads a 2xx answer (at most MaxAnswer bytes) and returns
 	// it; false drops it.
 	ReadAnswer bool
@@ -263,7 +270,15 @@ func (c *Client) do(ctx context.Context, req Request) (int, []byte, error) {
 	if target == "" {
 		target = c.url
 	}
-	hr, err := http.NewRequestWithContext(reqCtx, c.method, target, bytes.NewReader(req.Body))
+	var body io.Reader = bytes.NewReader(req.Body)
+	if req.BodyFunc != nil {
+		body = req.BodyFunc()
+	}
+	hr, err := http.NewRequestWithContext(reqCtx, c.method, target, body)
+	if req.BodyFunc != nil && err == nil {
+		hr.ContentLength = req.BodyLen
+		hr.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(req.BodyFunc()), nil }
+	}
 	if err != nil {
 		// Its text would quote the URL, query included.
 		return 0, nil, pipe.Permanent(errors.New("building the request failed: the url is not valid"))
