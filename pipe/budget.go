@@ -1,6 +1,8 @@
 package pipe
 
 import (
+	"math"
+	"runtime/debug"
 	"sync"
 )
 
@@ -91,4 +93,40 @@ func (b *Budget) Give(n int64) {
 	close(b.changed)
 	b.changed = make(chan struct{})
 	b.mu.Unlock()
+}
+
+// memoryBase is the memory limit's room for the process itself (code,
+// SDK clients, connection buffers, metrics) beside the messages held.
+const memoryBase = 128 << 20
+
+// MemoryLimit is the Go memory limit (runtime/debug.SetMemoryLimit) that
+// follows an in-flight budget of budget bytes: three times the budget
+// (each message's body, the buffers and the requests that carry it; the
+// bench measures about 1.1 to 1.8 times the body for 4 KB to 100 KB
+// bodies, more for small ones) and 128 MiB for the process itself. 0 when
+// there is no budget. The garbage collector works harder as the heap nears
+// the limit instead of letting it double past what the budget allows.
+func MemoryLimit(budget int64) int64 {
+	if budget <= 0 {
+		return 0
+	}
+	if budget > (math.MaxInt64-memoryBase)/3 {
+		return math.MaxInt64
+	}
+	return 3*budget + memoryBase
+}
+
+// ApplyMemoryLimit sets the process's Go memory limit to MemoryLimit(budget)
+// unless the user set one with GOMEMLIMIT (getenv reads the environment)
+// or there is no budget; it returns the limit it set, 0 when it set none.
+// It is meant for a program's start (the limit is the process's).
+func ApplyMemoryLimit(budget int64, getenv func(string) string) int64 {
+	if getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	limit := MemoryLimit(budget)
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+	return limit
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -108,6 +109,9 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 	log, err := newLogger(stderr, f.logFormat, f.logLevel, trace)
 	if err != nil {
 		return usageErr(err)
+	}
+	if limit := pipe.ApplyMemoryLimit(f.maxInflightBytes, os.Getenv); limit > 0 {
+		log.Debug("Go memory limit follows --max-inflight-bytes (GOMEMLIMIT overrides it)", "memory_limit_bytes", limit)
 	}
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
