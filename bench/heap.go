@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -84,7 +85,11 @@ func (h *harness) heapAt(ctx context.Context, size, conc int) (uint64, error) {
 		return 0, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c, err := h.kids.start("heapprobe", filepath.Join(h.tmp, label+".log"), h.heapprobeBin, "-f", file, "-addr", addr)
+	args := []string{h.heapprobeBin, "-f", file, "-addr", addr}
+	if h.o.heapProfiles != "" {
+		args = append(args, "-memprofilerate", "512")
+	}
+	c, err := h.kids.start("heapprobe", filepath.Join(h.tmp, label+".log"), args...)
 	if err != nil {
 		return 0, err
 	}
@@ -102,6 +107,11 @@ func (h *harness) heapAt(ctx context.Context, size, conc int) (uint64, error) {
 	if err := sleep(ctx, time.Second); err != nil { // the last requests' answers settle in
 		return 0, err
 	}
+	if h.o.heapProfiles != "" {
+		if err := saveProfile(ctx, "http://"+addr+"/debug/pprof/heap?gc=1", filepath.Join(h.o.heapProfiles, label+".pprof")); err != nil {
+			return 0, err
+		}
+	}
 	best := uint64(0)
 	for range 3 {
 		v, err := probeHeap(ctx, "http://"+addr+"/heap")
@@ -113,6 +123,29 @@ func (h *harness) heapAt(ctx context.Context, size, conc int) (uint64, error) {
 		}
 	}
 	return best, nil
+}
+
+// saveProfile writes what url answers to file.
+func saveProfile(ctx context.Context, url, file string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("fetching a profile: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("fetching a profile: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("fetching a profile: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return fmt.Errorf("saving a profile: %w", err)
+	}
+	return os.WriteFile(file, data, 0o644)
 }
 
 // probeHeap asks the probe for its live heap.

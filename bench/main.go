@@ -55,6 +55,8 @@ type options struct {
 	sameRounds int
 	benthos    string // -benthos: a Benthos v4 binary, measured beside pipes when set
 
+	heapProfiles string // -heap-profiles: a folder for the heap scenario's profiles
+
 	memConc    int
 	memSize    int
 	memBudget  int64
@@ -97,6 +99,7 @@ func run() error {
 	sameConc := flag.String("samejob-concurrency", "4,16", "concurrencies of the same-job comparison (comma-separated)")
 	flag.IntVar(&o.sameRounds, "samejob-rounds", 3, "rounds of the same-job comparison at each concurrency (the runners' order rotates; medians are reported)")
 	flag.StringVar(&o.benthos, "benthos", "", "a Benthos v4 binary to measure in the same-job comparison (built outside the repository)")
+	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "a folder where the heap scenario saves a heap profile of each level (go tool pprof)")
 	flag.IntVar(&o.memConc, "memory-concurrency", 1000, "concurrent batches of the memory runs")
 	flag.IntVar(&o.memSize, "memory-size", 4096, "message size of the memory runs")
 	flag.Int64Var(&o.memBudget, "memory-budget", 8<<20, "--max-inflight-bytes of the bounded memory run")

@@ -47,10 +47,14 @@ func main() {
 
 func run() error {
 	file := flag.String("f", "", "pipeline file")
+	rate := flag.Int("memprofilerate", 0, "runtime.MemProfileRate for /debug/pprof/heap (0: Go's default)")
 	addr := flag.String("addr", "127.0.0.1:0", "address of /metrics and /heap")
 	flag.Parse()
 	if *file == "" {
 		return errors.New("-f is required")
+	}
+	if *rate > 0 {
+		runtime.MemProfileRate = *rate
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
