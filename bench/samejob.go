@@ -40,18 +40,21 @@ func (h *harness) sameJob(ctx context.Context, res *Results) error {
 		}
 		lvl.Pipes = summarize(lvl.Runs, "pipes-record")
 		lvl.SameJob = summarize(lvl.Runs, "samejob")
+		if lvl.SameJob.DrainCPUPer1000 > 0 {
+			lvl.CPURatio = lvl.Pipes.DrainCPUPer1000 / lvl.SameJob.DrainCPUPer1000
+		}
 		if lvl.SameJob.CPUPer1000 > 0 {
-			lvl.CPURatio = lvl.Pipes.CPUPer1000 / lvl.SameJob.CPUPer1000
+			lvl.LifetimeCPURatio = lvl.Pipes.CPUPer1000 / lvl.SameJob.CPUPer1000
 		}
 		if h.benthosBin != "" {
 			b := summarize(lvl.Runs, "benthos")
 			lvl.Benthos = &b
-			if lvl.SameJob.CPUPer1000 > 0 {
-				lvl.BenthosRatio = b.CPUPer1000 / lvl.SameJob.CPUPer1000
+			if lvl.SameJob.DrainCPUPer1000 > 0 {
+				lvl.BenthosRatio = b.DrainCPUPer1000 / lvl.SameJob.DrainCPUPer1000
 			}
 		}
-		progress(fmt.Sprintf("same job at concurrency %d: pipes %.1f µs/msg, same-job consumer %.1f µs/msg, ratio %.2f",
-			conc, 1000*lvl.Pipes.CPUPer1000, 1000*lvl.SameJob.CPUPer1000, lvl.CPURatio))
+		progress(fmt.Sprintf("same job at concurrency %d: while draining, pipes %.1f µs/msg, same-job consumer %.1f µs/msg, ratio %.2f (with start-up and stop %.2f)",
+			conc, 1000*lvl.Pipes.DrainCPUPer1000, 1000*lvl.SameJob.DrainCPUPer1000, lvl.CPURatio, lvl.LifetimeCPURatio))
 		r.Levels = append(r.Levels, lvl)
 		if err := writeRunsCSV(filepath.Join(h.resultsDir, fmt.Sprintf("samejob-%d.csv", conc)), lvl.Runs); err != nil {
 			return err

@@ -156,8 +156,23 @@ func (h *harness) drainAt(ctx context.Context, runner string, rep, conc int) (dr
 	}
 	defer c.stop(40 * time.Second)
 	timeout := 2*time.Minute + time.Duration(o.n)*time.Millisecond
+	// The drain's CPU runs from the first batch at the target to the last:
+	// start-up (clients, configuration) and the stop are left out.
+	if !h.tgt.waitItems(ctx, 1, timeout, c.done) {
+		return out, fmt.Errorf("%s delivered nothing within %v: %s", runner, timeout, h.logTail(label))
+	}
+	items0 := h.tgt.items.Load()
+	cpu0, err := procCPU(c.cmd.Process.Pid)
+	if err != nil {
+		return out, err
+	}
 	if !h.tgt.waitItems(ctx, int64(o.n), timeout, c.done) {
 		return out, fmt.Errorf("%s delivered %d of %d messages within %v: %s", runner, h.tgt.items.Load(), o.n, timeout, h.logTail(label))
+	}
+	items1 := h.tgt.items.Load()
+	cpu1, err := procCPU(c.cmd.Process.Pid)
+	if err != nil {
+		return out, err
 	}
 	elapsed := time.Since(start).Seconds()
 	srvCPU1, err := procCPU(h.srv.pid())
@@ -180,8 +195,11 @@ func (h *harness) drainAt(ctx context.Context, runner string, rep, conc int) (dr
 		Delivered: delivered,
 	}
 	out.run.CPUPer1000 = out.run.CPUSeconds / float64(o.n) * 1000
-	progress(fmt.Sprintf("%s c%d run %d: %d msgs in %.2f s = %.0f msgs/s, CPU %.3f s (%.4f s/1000), server CPU %.0f%% of a core, delivered %d",
-		runner, conc, rep, o.n, elapsed, out.run.MsgsPerSec, out.run.CPUSeconds, out.run.CPUPer1000, 100*out.run.ServerCPUShare, delivered))
+	if items1 > items0 {
+		out.run.DrainCPUPer1000 = (cpu1 - cpu0) / float64(items1-items0) * 1000
+	}
+	progress(fmt.Sprintf("%s c%d run %d: %d msgs in %.2f s = %.0f msgs/s, CPU %.3f s (%.4f s/1000; %.4f s/1000 while draining), server CPU %.0f%% of a core, delivered %d",
+		runner, conc, rep, o.n, elapsed, out.run.MsgsPerSec, out.run.CPUSeconds, out.run.CPUPer1000, out.run.DrainCPUPer1000, 100*out.run.ServerCPUShare, delivered))
 	// Abandoned long polls of the stopped runner end within the wait time.
 	time.Sleep(o.wait + 500*time.Millisecond)
 	return out, nil
