@@ -116,17 +116,31 @@ func MemoryLimit(budget int64) int64 {
 	return 3*budget + memoryBase
 }
 
-// ApplyMemoryLimit sets the process's Go memory limit to MemoryLimit(budget)
-// unless the user set one with GOMEMLIMIT (getenv reads the environment)
-// or there is no budget; it returns the limit it set, 0 when it set none.
-// It is meant for a program's start (the limit is the process's).
-func ApplyMemoryLimit(budget int64, getenv func(string) string) int64 {
+// gcPercentUnderLimit is the GC target (GOGC) a process with a memory
+// limit runs with: garbage may grow to four times the live heap before a
+// collection, since the limit caps the heap anyway; a drain spends about a
+// tenth of its CPU in the collector at Go's default of 100.
+const gcPercentUnderLimit = 400
+
+// ApplyMemoryLimit ties the process's garbage collector to an in-flight
+// budget of budget bytes: unless the user set GOMEMLIMIT (getenv reads the
+// environment) or there is no budget, it sets the Go memory limit to
+// MemoryLimit(budget) and, unless GOGC is set, the GC target to 400 (the
+// limit, not the target, then bounds the heap). It returns the limit and
+// the GC target it set, 0 for what it left alone. It is meant for a
+// program's start (both are the process's).
+func ApplyMemoryLimit(budget int64, getenv func(string) string) (limit int64, gcPercent int) {
 	if getenv("GOMEMLIMIT") != "" {
-		return 0
+		return 0, 0
 	}
-	limit := MemoryLimit(budget)
-	if limit > 0 {
-		debug.SetMemoryLimit(limit)
+	limit = MemoryLimit(budget)
+	if limit <= 0 {
+		return 0, 0
 	}
-	return limit
+	debug.SetMemoryLimit(limit)
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercentUnderLimit)
+		gcPercent = gcPercentUnderLimit
+	}
+	return limit, gcPercent
 }

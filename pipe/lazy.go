@@ -30,6 +30,9 @@ func (e *Event) AppendPayload(b []byte) []byte {
 // without encoding a record. It does not block.
 func (e *Event) PayloadLen() int {
 	if e.lazy && e.Payload == nil {
+		if n := e.Message.recLen; n > 0 {
+			return n
+		}
 		return e.Message.sqsLen(nil)
 	}
 	return len(e.Payload)
@@ -51,10 +54,13 @@ func (e *Event) PayloadBytes() []byte {
 func (m *Message) lazyRecord() bool { return m.Record == nil && len(m.Envelope) == 0 }
 
 // recordLen is the length of m's record; for an SQS-shaped record without
-// an envelope it is computed without encoding (nor keeping) the record.
+// an envelope it is computed without encoding (nor keeping) the record, and
+// remembered (the settler calls it once, as it tracks the message, before
+// any stage reads the message).
 func (m *Message) recordLen() (int, error) {
 	if m.lazyRecord() {
-		return m.sqsLen(nil), nil
+		m.recLen = m.sqsLen(nil)
+		return m.recLen, nil
 	}
 	b, err := m.JSON()
 	return len(b), err

@@ -70,7 +70,11 @@ func (m *Message) appendSQS(b, env []byte) []byte {
 	var abuf, mbuf [maxSortedOnStack]string
 	akeys := sortedKeys(abuf[:0], m.Attributes)
 	mkeys := sortedKeys(mbuf[:0], m.MessageAttributes)
-	if n := m.sqsLenKeys(env, akeys, mkeys); cap(b)-len(b) < n {
+	n := m.recLen // known when the settler sized the record (env is nil then)
+	if n == 0 || env != nil {
+		n = m.sqsLenKeys(env, akeys, mkeys)
+	}
+	if cap(b)-len(b) < n {
 		nb := make([]byte, len(b), len(b)+n) // exactly: slices.Grow rounds up
 		copy(nb, b)
 		b = nb

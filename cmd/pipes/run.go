@@ -110,8 +110,8 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 	if err != nil {
 		return usageErr(err)
 	}
-	if limit := pipe.ApplyMemoryLimit(f.maxInflightBytes, os.Getenv); limit > 0 {
-		log.Debug("Go memory limit follows --max-inflight-bytes (GOMEMLIMIT overrides it)", "memory_limit_bytes", limit)
+	if limit, gc := pipe.ApplyMemoryLimit(f.maxInflightBytes, os.Getenv); limit > 0 {
+		log.Debug("the Go memory limit follows --max-inflight-bytes (GOMEMLIMIT and GOGC override it)", "memory_limit_bytes", limit, "gc_percent", gc)
 	}
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
