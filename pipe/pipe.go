@@ -329,6 +329,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 	p.started = true
 	p.mu.Unlock()
 	p.met.concurrency.Set(float64(p.conc))
+	p.followConcurrency(p.conc)
 	p.adviseOnQueue(info)
 	p.log.Info("pipe started", "source", info.ARN, "fifo", info.FIFO, "visibility_timeout", p.visibility.String(),
 		"batch_size", p.opt.BatchSize, "batch_window", p.opt.BatchWindow.String(), "concurrency", p.conc,
@@ -602,6 +603,7 @@ func (p *Pipe) schedule(poll, recv, work context.Context, pool *workers) {
 			p.mu.Unlock()
 			if reason != "" {
 				pool.setLimit(poolSize(c))
+				p.followConcurrency(c)
 				p.met.concurrency.Set(float64(c))
 				p.log.Info("concurrency changed", "from", before, "to", c, "reason", reason)
 			}

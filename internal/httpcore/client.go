@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pipesproject/pipes/pipe"
@@ -96,6 +97,29 @@ type Client struct {
 	client     *http.Client
 	transport  *http.Transport // ours to close; nil with Config.Client
 	ownHeaders bool            // the client adds to request headers (a cookie jar): copy them
+
+	peakMu sync.Mutex
+	peak   int // the highest concurrency told since idle connections were last closed
+}
+
+// FollowConcurrency tells the client how many requests its user may have
+// in flight now (a pipe's concurrency). When that falls to half of the
+// highest since the last time, the client's idle keep-alive connections
+// are closed: after a burst at concurrency 1000, a pipe back at 10 does
+// not keep a thousand connections (16 KB of buffers each) open for the
+// idle timeout; the few it needs are dialled again. It does nothing with
+// Config.Client (not ours). It does not block; it is safe for concurrent
+// use.
+func (c *Client) FollowConcurrency(n int) {
+	c.peakMu.Lock()
+	shrink := n > 0 && c.peak > 0 && n <= c.peak/2
+	if n > c.peak || shrink {
+		c.peak = n
+	}
+	c.peakMu.Unlock()
+	if shrink && c.transport != nil {
+		c.transport.CloseIdleConnections()
+	}
 }
 
 // New checks cfg and returns a client. It does not connect. It reports

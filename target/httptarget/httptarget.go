@@ -86,9 +86,15 @@ type Target struct {
 }
 
 var (
-	_ pipe.Target          = (*Target)(nil)
-	_ pipe.PayloadAppender = (*Target)(nil)
+	_ pipe.Target              = (*Target)(nil)
+	_ pipe.PayloadAppender     = (*Target)(nil)
+	_ pipe.ConcurrencyFollower = (*Target)(nil)
 )
+
+// FollowConcurrency closes the target's idle connections when the pipe's
+// concurrency has halved (httpcore.Client.FollowConcurrency). It does not
+// block.
+func (t *Target) FollowConcurrency(n int) { t.core.FollowConcurrency(n) }
 
 // AppendsPayloads says that the target reads payloads only through
 // pipe.Event's AppendPayload, PayloadLen and PayloadBytes: a batch's
