@@ -22,6 +22,9 @@ type pipeSpec struct {
 	initConc  int
 	rate      int // 0 keeps the default scale_up_per_minute
 	budget    int64
+	// budgetSet passes budget as --max-inflight-bytes (0: no limit);
+	// otherwise pipes runs with its default budget, as users run it.
+	budgetSet bool
 	targetURL string
 	// record sends each message's Pipes SQS record as it is (no filter, no
 	// input template): the same job as bench/samejob.
@@ -59,8 +62,11 @@ func (h *harness) startPipes(label string, p pipeSpec) (*child, string, error) {
 		return nil, "", err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c, err := h.kids.start("pipes", filepath.Join(h.tmp, label+".log"), h.pipesBin, "run", "-f", file,
-		"--metrics-addr", addr, "--max-inflight-bytes", strconv.FormatInt(p.budget, 10))
+	args := []string{h.pipesBin, "run", "-f", file, "--metrics-addr", addr}
+	if p.budgetSet {
+		args = append(args, "--max-inflight-bytes", strconv.FormatInt(p.budget, 10))
+	}
+	c, err := h.kids.start("pipes", filepath.Join(h.tmp, label+".log"), args...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -514,7 +520,7 @@ func (h *harness) memoryOnce(ctx context.Context, budget int64) (MemoryResult, e
 	h.tgt.reset(o.memDelay)
 	defer h.tgt.reset(0)
 	label := fmt.Sprintf("memory-%d", budget)
-	c, murl, err := h.startPipes(label, pipeSpec{queueURL: url, wait: 20 * time.Second, maxConc: o.memConc, initConc: o.memConc, budget: budget})
+	c, murl, err := h.startPipes(label, pipeSpec{queueURL: url, wait: 20 * time.Second, maxConc: o.memConc, initConc: o.memConc, budget: budget, budgetSet: true})
 	if err != nil {
 		return r, err
 	}
