@@ -56,6 +56,7 @@ type options struct {
 	benthos    string // -benthos: a Benthos v4 binary, measured beside pipes when set
 
 	heapProfiles string // -heap-profiles: a folder for the heap scenario's profiles
+	cpuProfiles  string // -cpu-profiles: a folder for CPU profiles of a same-job drain
 
 	memConc    int
 	memSize    int
@@ -99,6 +100,7 @@ func run() error {
 	sameConc := flag.String("samejob-concurrency", "4,16", "concurrencies of the same-job comparison (comma-separated)")
 	flag.IntVar(&o.sameRounds, "samejob-rounds", 3, "rounds of the same-job comparison at each concurrency (the runners' order rotates; medians are reported)")
 	flag.StringVar(&o.benthos, "benthos", "", "a Benthos v4 binary to measure in the same-job comparison (built outside the repository)")
+	flag.StringVar(&o.cpuProfiles, "cpu-profiles", "", "a folder where the samejob scenario saves CPU profiles of one more drain by pipes' runtime (bench/heapprobe) and by the same-job consumer at each concurrency")
 	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "a folder where the heap scenario saves a heap profile of each level (go tool pprof)")
 	flag.IntVar(&o.memConc, "memory-concurrency", 1000, "concurrent batches of the memory runs")
 	flag.IntVar(&o.memSize, "memory-size", 4096, "message size of the memory runs")

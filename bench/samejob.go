@@ -61,7 +61,39 @@ func (h *harness) sameJob(ctx context.Context, res *Results) error {
 		}
 	}
 	res.SameJob = r
+	if o.cpuProfiles == "" {
+		return nil
+	}
+	// One more drain each, profiled, not counted: pipes' runtime in
+	// bench/heapprobe (as `pipes run` runs it) and the same-job consumer.
+	if err := os.MkdirAll(o.cpuProfiles, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", o.cpuProfiles, err)
+	}
+	for _, conc := range o.sameConc {
+		for _, runner := range []string{"pipes-probe", "samejob-profiled"} {
+			if _, err := h.drainAt(ctx, runner, 0, conc); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// startProfiled starts pipes' runtime (bench/heapprobe, records as they
+// are) or the same-job consumer with a CPU profile to -cpu-profiles.
+func (h *harness) startProfiled(label, runner, queueURL string, conc int, wait time.Duration) (*child, error) {
+	prof := filepath.Join(h.o.cpuProfiles, fmt.Sprintf("%s-c%d.pprof", runner, conc))
+	if runner == "samejob-profiled" {
+		return h.kids.start("samejob", filepath.Join(h.tmp, label+".log"), h.samejobBin,
+			"-queue-url", queueURL, "-endpoint", h.srv.endpoint, "-target", h.tgt.url,
+			"-concurrency", strconv.Itoa(conc), "-wait", wait.String(), "-cpuprofile", prof)
+	}
+	file := filepath.Join(h.tmp, label+".yaml")
+	spec := pipeSpec{queueURL: queueURL, wait: wait, maxConc: max(2, conc), initConc: conc, record: true, targetURL: h.tgt.url}
+	if err := os.WriteFile(file, []byte(pipelineYAML(h.srv.endpoint, spec)), 0o644); err != nil {
+		return nil, fmt.Errorf("writing the pipeline file: %w", err)
+	}
+	return h.kids.start("heapprobe", filepath.Join(h.tmp, label+".log"), h.heapprobeBin, "-f", file, "-cpuprofile", prof)
 }
 
 // benthosYAML is Benthos' configuration for the same drain: aws_sqs (conc

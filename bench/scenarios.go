@@ -16,12 +16,12 @@ import (
 
 // pipeSpec is what varies between the pipeline files the harness writes.
 type pipeSpec struct {
-	queueURL  string
-	wait      time.Duration
-	maxConc   int
-	initConc  int
-	rate      int // 0 keeps the default scale_up_per_minute
-	budget    int64
+	queueURL string
+	wait     time.Duration
+	maxConc  int
+	initConc int
+	rate     int // 0 keeps the default scale_up_per_minute
+	budget   int64
 	// budgetSet passes budget as --max-inflight-bytes (0: no limit);
 	// otherwise pipes runs with its default budget, as users run it.
 	budgetSet bool
@@ -152,6 +152,8 @@ func (h *harness) drainAt(ctx context.Context, runner string, rep, conc int) (dr
 			bin = h.samejobBin
 		}
 		c, err = h.startConsumer(label, bin, url, conc, o.wait)
+	case "pipes-probe", "samejob-profiled":
+		c, err = h.startProfiled(label, runner, url, conc, o.wait)
 	case "benthos":
 		c, err = h.startBenthos(label, url, conc, o.wait)
 	default:

@@ -7,6 +7,10 @@
 //	              heap as JSON: {"heap_alloc": B, "heap_inuse": B}
 //	GET /debug/pprof/heap  the heap profile (`?gc=1` collects first)
 //
+// It sets the Go memory limit and GC target as `pipes run` does with its
+// default --max-inflight-bytes; -cpuprofile writes a CPU profile of the
+// run (the bench's -cpu-profiles).
+//
 // HeapAlloc right after runtime.GC is the heap that is reachable, not the
 // garbage awaiting a collection that /metrics' go_memstats show between
 // collections. It stops on SIGINT or SIGTERM.
@@ -27,6 +31,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	rpprof "runtime/pprof"
 	"syscall"
 	"time"
 
@@ -49,12 +54,26 @@ func run() error {
 	file := flag.String("f", "", "pipeline file")
 	rate := flag.Int("memprofilerate", 0, "runtime.MemProfileRate for /debug/pprof/heap (0: Go's default)")
 	addr := flag.String("addr", "127.0.0.1:0", "address of /metrics and /heap")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	if *file == "" {
 		return errors.New("-f is required")
 	}
 	if *rate > 0 {
 		runtime.MemProfileRate = *rate
+	}
+	// As `pipes run` with its default --max-inflight-bytes.
+	pipe.ApplyMemoryLimit(256<<20, os.Getenv)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("creating the CPU profile: %w", err)
+		}
+		defer f.Close()
+		if err := rpprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("starting the CPU profile: %w", err)
+		}
+		defer rpprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

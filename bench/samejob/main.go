@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,7 +90,19 @@ func run() error {
 	target := flag.String("target", "", "HTTP target URL")
 	concurrency := flag.Int("concurrency", 16, "workers (concurrent batches)")
 	wait := flag.Duration("wait", 2*time.Second, "long-poll wait time")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("creating the CPU profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("starting the CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *queueURL == "" || *target == "" {
 		return errors.New("-queue-url and -target are required")
 	}
