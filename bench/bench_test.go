@@ -39,7 +39,7 @@ func sampleResults() *Results {
 			{Concurrency: 1000, Size: 4096, TargetDelay: "10s", PeakRSS: 300 << 20, PeakInflightBytes: 40 << 20},
 		},
 		Trickle: &TrickleResult{Concurrency: 100, WaitTime: "20s", StartupReceives: 100, ReceivesForOne: 99, ConcurrencyBefore: 100},
-		SameJob: &SameJobResult{N: 20000, Size: 200, WaitTime: "2s", Rounds: 3, Benthos: "Version: v4.27.0", Levels: []SameJobLevel{{
+		SameJob: &SameJobResult{N: 20000, Size: 200, WaitTime: "2s", Rounds: 3, Benthos: "Benthos v4.27.0", Levels: []SameJobLevel{{
 			Concurrency: 4,
 			Pipes:       RunnerSummary{DrainCPUPer1000: 0.09, CPUPer1000: 0.1, MsgsPerSec: 3000},
 			SameJob:     RunnerSummary{DrainCPUPer1000: 0.1, CPUPer1000: 0.105, MsgsPerSec: 2900},
@@ -279,4 +279,15 @@ func FuzzParseBench(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestTheBenthosVersionIsReadFromItsVersionOutput(t *testing.T) {
+	for _, tt := range []struct{ out, want string }{
+		{"Version: v4.27.0\nDate: unknown\n", "Benthos v4.27.0"},
+		{"something else", "something else"},
+	} {
+		if got := benthosVersion(tt.out); got != tt.want {
+			t.Errorf("benthosVersion(%q) = %q, want %q", tt.out, got, tt.want)
+		}
+	}
 }

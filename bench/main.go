@@ -229,7 +229,7 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 			return fmt.Errorf("-benthos %s: %w: %s", o.benthos, err, out)
 		}
 		h.benthosBin = o.benthos
-		h.benthosVersion = strings.Join(strings.Fields(string(out)), " ")
+		h.benthosVersion = benthosVersion(string(out))
 	}
 	progress("starting the SQS server (" + o.server + ")")
 	h.srv, err = startServer(ctx, root, o.server)
@@ -300,6 +300,17 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// benthosVersion reads "Version: v4.27.0" out of `benthos --version`.
+func benthosVersion(out string) string {
+	fs := strings.Fields(out)
+	for i, f := range fs {
+		if f == "Version:" && i+1 < len(fs) {
+			return "Benthos " + fs[i+1]
+		}
+	}
+	return strings.Join(fs, " ")
 }
 
 // gitHead names the commit the working tree is on ("" when git fails).
