@@ -216,6 +216,10 @@ func newTransport(insecure bool) *http.Transport {
 	tr.MaxIdleConns = 1000
 	tr.MaxIdleConnsPerHost = 1000
 	tr.IdleConnTimeout = 90 * time.Second
+	// A connection's read buffer holds an answer's status line and headers
+	// (an answer's body larger than it is read past it): 1 KB instead of
+	// 4 KB is 3 KB less for each batch at the target, 300 B a message.
+	tr.ReadBufferSize = 1 << 10
 	tr.TLSClientConfig = &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		InsecureSkipVerify: insecure, //nolint:gosec // opt-in, warned about by the caller
