@@ -155,7 +155,10 @@ func New(cfg Config) (*Target, error) {
 		SecretURL:          secretURL,
 		Timeout:            cfg.Timeout,
 		InsecureSkipVerify: cfg.InsecureSkipVerify,
-		Client:             cfg.Client,
+		// Answers are partial batch answers, small: a 1 KB read buffer is
+		// 3 KB less for each batch at the target (300 B a message).
+		ReadBufferSize: 1 << 10,
+		Client:         cfg.Client,
 	})
 	if err != nil {
 		problems = append(problems, err)
