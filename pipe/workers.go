@@ -32,31 +32,26 @@ type workers struct {
 	workersWG sync.WaitGroup // live workers
 	idle      atomic.Int32   // workers waiting for a job
 
+	live  atomic.Int32 // workers started and not ended
+	limit atomic.Int32 // the size the scaler wants; 0: no limit
+
 	mu       sync.Mutex
-	live     int
-	limit    int // the size the scaler wants; 0: no limit
 	closed   bool
 	panicked any
 }
 
 func newWorkers(limit int) *workers {
-	return &workers{jobs: make(chan func()), quit: make(chan struct{}), limit: limit}
+	w := &workers{jobs: make(chan func()), quit: make(chan struct{})}
+	w.limit.Store(int32(limit))
+	return w
 }
 
 // setLimit sets the size the pool shrinks to: workers beyond it end as
 // their jobs finish. It does not block.
-func (w *workers) setLimit(n int) {
-	w.mu.Lock()
-	w.limit = n
-	w.mu.Unlock()
-}
+func (w *workers) setLimit(n int) { w.limit.Store(int32(n)) }
 
 // size is the number of live workers.
-func (w *workers) size() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.live
-}
+func (w *workers) size() int { return int(w.live.Load()) }
 
 // run hands job to an idle worker, or starts one for it. It does not
 // block. It must not be called after close.
@@ -67,9 +62,7 @@ func (w *workers) run(job func()) {
 		return
 	default:
 	}
-	w.mu.Lock()
-	w.live++
-	w.mu.Unlock()
+	w.live.Add(1)
 	w.workersWG.Add(1)
 	go w.loop(job)
 }
@@ -85,13 +78,9 @@ func (w *workers) loop(job func()) {
 			w.leave()
 			return
 		}
-		w.mu.Lock()
-		if w.limit > 0 && w.live > w.limit {
-			w.live--
-			w.mu.Unlock()
+		if w.beyondLimit() {
 			return
 		}
-		w.mu.Unlock()
 		idle.Reset(workerIdle)
 		w.idle.Add(1)
 		select {
@@ -114,10 +103,21 @@ func (w *workers) loop(job func()) {
 	}
 }
 
-func (w *workers) leave() {
-	w.mu.Lock()
-	w.live--
-	w.mu.Unlock()
+func (w *workers) leave() { w.live.Add(-1) }
+
+// beyondLimit ends the calling worker's count and reports true when the
+// pool is larger than its limit; it takes no lock (a thousand batches
+// ending at once at a stop do not queue on one).
+func (w *workers) beyondLimit() bool {
+	for {
+		l, n := w.limit.Load(), w.live.Load()
+		if l <= 0 || n <= l {
+			return false
+		}
+		if w.live.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
 }
 
 // do runs one job and reports whether it returned without panicking.
