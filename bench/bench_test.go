@@ -39,6 +39,14 @@ func sampleResults() *Results {
 			{Concurrency: 1000, Size: 4096, TargetDelay: "10s", PeakRSS: 300 << 20, PeakInflightBytes: 40 << 20},
 		},
 		Trickle: &TrickleResult{Concurrency: 100, WaitTime: "20s", StartupReceives: 100, ReceivesForOne: 99, ConcurrencyBefore: 100},
+		SameJob: &SameJobResult{N: 20000, Size: 200, WaitTime: "2s", Rounds: 3, Benthos: "Benthos v4.27.0", Levels: []SameJobLevel{{
+			Concurrency: 4,
+			Pipes:       RunnerSummary{DrainCPUPer1000: 0.09, CPUPer1000: 0.1, MsgsPerSec: 3000},
+			SameJob:     RunnerSummary{DrainCPUPer1000: 0.1, CPUPer1000: 0.105, MsgsPerSec: 2900},
+			Benthos:     &RunnerSummary{DrainCPUPer1000: 0.12, CPUPer1000: 0.13, MsgsPerSec: 2000},
+			CPURatio:    0.9, LifetimeCPURatio: 0.95, BenthosRatio: 1.2,
+		}}},
+		Heap: []HeapResult{{Size: 4096, LoMessages: 200, HiMessages: 2000, LoHeap: 3 << 20, HiHeap: 15 << 20, PerMessage: 6990, Target: 6963.2}},
 	}
 }
 
@@ -58,6 +66,10 @@ func TestTheReportHasARowPerFigureWithItsTarget(t *testing.T) {
 		"scale_up_per_minute 300", "199.0 s", "not reached; ≈ 20 s extrapolated",
 		"--max-inflight-bytes 8.0 MiB", "--max-inflight-bytes no limit",
 		"one message reaching an idle pipe at concurrency 100 (wait 20s) | 99",
+		"| Same job, concurrency 4: CPU ratio pipes/same-job | 0.90 (0.95 with start-up and stop) | ≤ 0.9 | yes |",
+		"Same job, concurrency 4: CPU µs per msg, same-job consumer (bench/samejob) | 100.0 (105.0 with start-up and stop; 2900 msgs/s)",
+		"ratio Benthos/same-job 1.20",
+		"Live heap per extra in-flight message, 4096 B bodies", "| 6990 B (1.71 × body; 3.0 MiB → 15.0 MiB) | ≤ 1.2 × body + 2 KB = 6963 B | **no** |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
@@ -267,4 +279,15 @@ func FuzzParseBench(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestTheBenthosVersionIsReadFromItsVersionOutput(t *testing.T) {
+	for _, tt := range []struct{ out, want string }{
+		{"Version: v4.27.0\nDate: unknown\n", "Benthos v4.27.0"},
+		{"something else", "something else"},
+	} {
+		if got := benthosVersion(tt.out); got != tt.want {
+			t.Errorf("benthosVersion(%q) = %q, want %q", tt.out, got, tt.want)
+		}
+	}
 }

@@ -51,6 +51,13 @@ type options struct {
 	scaleDelay   time.Duration
 	scaleFast    int
 
+	sameConc   []int
+	sameRounds int
+	benthos    string // -benthos: a Benthos v4 binary, measured beside pipes when set
+
+	heapProfiles string // -heap-profiles: a folder for the heap scenario's profiles
+	cpuProfiles  string // -cpu-profiles: a folder for CPU profiles of a same-job drain
+
 	memConc    int
 	memSize    int
 	memBudget  int64
@@ -61,7 +68,7 @@ type options struct {
 // defaultScenarios run unless -scenarios says otherwise; allScenarios adds
 // the optional ones.
 var (
-	defaultScenarios = []string{"throughput", "calls", "idle", "scaleup", "memory"}
+	defaultScenarios = []string{"throughput", "samejob", "calls", "idle", "scaleup", "memory", "heap"}
 	allScenarios     = append(defaultScenarios[:len(defaultScenarios):len(defaultScenarios)], "trickle")
 )
 
@@ -90,6 +97,11 @@ func run() error {
 	flag.IntVar(&o.scaleBacklog, "scaleup-backlog", 10000, "backlog kept on the queue during scale-up")
 	flag.DurationVar(&o.scaleDelay, "scaleup-delay", 5*time.Second, "target answer delay during scale-up")
 	flag.IntVar(&o.scaleFast, "scaleup-fast", 6000, "scale_up_per_minute of the second scale-up run (0: none)")
+	sameConc := flag.String("samejob-concurrency", "4,16", "concurrencies of the same-job comparison (comma-separated)")
+	flag.IntVar(&o.sameRounds, "samejob-rounds", 3, "rounds of the same-job comparison at each concurrency (the runners' order rotates; medians are reported)")
+	flag.StringVar(&o.benthos, "benthos", "", "a Benthos v4 binary to measure in the same-job comparison (built outside the repository)")
+	flag.StringVar(&o.cpuProfiles, "cpu-profiles", "", "a folder where the samejob scenario saves CPU profiles of one more drain by pipes' runtime (bench/heapprobe) and by the same-job consumer at each concurrency")
+	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "a folder where the heap scenario saves a heap profile of each level (go tool pprof)")
 	flag.IntVar(&o.memConc, "memory-concurrency", 1000, "concurrent batches of the memory runs")
 	flag.IntVar(&o.memSize, "memory-size", 4096, "message size of the memory runs")
 	flag.Int64Var(&o.memBudget, "memory-budget", 8<<20, "--max-inflight-bytes of the bounded memory run")
@@ -99,6 +111,9 @@ func run() error {
 
 	root, err := repoRoot()
 	if err != nil {
+		return err
+	}
+	if o.sameConc, err = parseConcurrencies(*sameConc); err != nil {
 		return err
 	}
 	if _, ok := servers[o.server]; !ok {
@@ -152,6 +167,7 @@ func (o *options) applyQuick() {
 	quick := map[string]func(){
 		"n":                  func() { o.n = 3000 },
 		"reps":               func() { o.reps = 1 },
+		"samejob-rounds":     func() { o.sameRounds = 1 },
 		"idle-wait":          func() { o.idleWait = 5 * time.Second },
 		"idle-seconds":       func() { o.idleSeconds = 15 * time.Second },
 		"scaleup-max":        func() { o.scaleMax = 30 },
@@ -172,14 +188,19 @@ func (o *options) applyQuick() {
 // harness is one run's shared state: the server, the target, the built
 // binaries and the children.
 type harness struct {
-	o          options
-	root, tmp  string
-	resultsDir string
-	pipesBin   string
-	minimalBin string
-	srv        *sqsServer
-	tgt        *target
-	kids       *children
+	o            options
+	root, tmp    string
+	resultsDir   string
+	pipesBin     string
+	minimalBin   string
+	samejobBin   string
+	heapprobeBin string
+	// benthosBin and benthosVersion are set when -benthos names a binary.
+	benthosBin     string
+	benthosVersion string
+	srv            *sqsServer
+	tgt            *target
+	kids           *children
 }
 
 func runHarness(ctx context.Context, root, dir string, o options) error {
@@ -190,15 +211,25 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 	defer os.RemoveAll(tmp)
 	h := &harness{o: o, root: root, tmp: tmp, resultsDir: dir, kids: &children{}}
 	defer h.kids.killAll()
-	progress("building pipes and the minimal consumer")
+	progress("building pipes, the minimal consumer and the same-job consumer")
 	h.pipesBin = filepath.Join(tmp, "pipes")
 	h.minimalBin = filepath.Join(tmp, "minimal")
-	for bin, pkg := range map[string]string{h.pipesBin: "./cmd/pipes", h.minimalBin: "./bench/minimal"} {
+	h.samejobBin = filepath.Join(tmp, "samejob")
+	h.heapprobeBin = filepath.Join(tmp, "heapprobe")
+	for bin, pkg := range map[string]string{h.pipesBin: "./cmd/pipes", h.minimalBin: "./bench/minimal", h.samejobBin: "./bench/samejob", h.heapprobeBin: "./bench/heapprobe"} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("building %s: %w: %s", pkg, err, out)
 		}
+	}
+	if o.benthos != "" {
+		out, err := exec.CommandContext(ctx, o.benthos, "--version").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("-benthos %s: %w: %s", o.benthos, err, out)
+		}
+		h.benthosBin = o.benthos
+		h.benthosVersion = benthosVersion(string(out))
 	}
 	progress("starting the SQS server (" + o.server + ")")
 	h.srv, err = startServer(ctx, root, o.server)
@@ -240,10 +271,12 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 		run  func(context.Context, *Results) error
 	}{
 		{"throughput", h.throughput},
+		{"samejob", h.sameJob},
 		{"calls", h.calls},
 		{"idle", h.idle},
 		{"scaleup", h.scaleUp},
 		{"memory", h.memory},
+		{"heap", h.heap},
 		{"trickle", h.trickle},
 	}
 	var errs []error
@@ -267,6 +300,17 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// benthosVersion reads "Version: v4.27.0" out of `benthos --version`.
+func benthosVersion(out string) string {
+	fs := strings.Fields(out)
+	for i, f := range fs {
+		if f == "Version:" && i+1 < len(fs) {
+			return "Benthos " + fs[i+1]
+		}
+	}
+	return strings.Join(fs, " ")
 }
 
 // gitHead names the commit the working tree is on ("" when git fails).

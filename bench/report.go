@@ -33,6 +33,21 @@ func writeReport(w io.Writer, r *Results) error {
 		row("CPU ratio pipes/minimal", fmt.Sprintf("%.2f", t.CPURatio), "≤ 1.5", yes(t.CPURatio <= 1.5))
 		row("Server CPU (share of a core) with pipes / minimal", fmt.Sprintf("%.0f%% / %.0f%%", 100*t.Pipes.ServerCPUShare, 100*t.Minimal.ServerCPUShare), t.Note, nil)
 	}
+	if s := r.SameJob; s != nil {
+		for _, l := range s.Levels {
+			setup := fmt.Sprintf("%d × %d B, concurrency %d, wait %s, medians of %d rotated rounds; CPU from the first message at the target to the last", s.N, s.Size, l.Concurrency, s.WaitTime, s.Rounds)
+			val := func(r RunnerSummary) string {
+				return fmt.Sprintf("%.1f (%.1f with start-up and stop; %.0f msgs/s)", 1000*r.DrainCPUPer1000, 1000*r.CPUPer1000, r.MsgsPerSec)
+			}
+			row(fmt.Sprintf("Same job, concurrency %d: CPU µs per msg, pipes (records as they are)", l.Concurrency), val(l.Pipes), setup, nil)
+			row(fmt.Sprintf("Same job, concurrency %d: CPU µs per msg, same-job consumer (bench/samejob)", l.Concurrency), val(l.SameJob), "", nil)
+			row(fmt.Sprintf("Same job, concurrency %d: CPU ratio pipes/same-job", l.Concurrency), fmt.Sprintf("%.2f (%.2f with start-up and stop)", l.CPURatio, l.LifetimeCPURatio), "≤ 0.9", yes(l.CPURatio <= 0.9))
+			if l.Benthos != nil {
+				row(fmt.Sprintf("Same job, concurrency %d: CPU µs per msg, Benthos (%s; bodies as a JSON array, no record)", l.Concurrency, s.Benthos),
+					val(*l.Benthos)+fmt.Sprintf(", ratio Benthos/same-job %.2f", l.BenthosRatio), "", nil)
+			}
+		}
+	}
 	if c := r.Calls; c != nil {
 		ops := []string{"DeleteMessage", "ChangeMessageVisibility"} // per-message calls, shown even when 0
 		for op := range c.PerMessage {
@@ -74,13 +89,20 @@ func writeReport(w io.Writer, r *Results) error {
 			budget = mib(float64(m.Budget))
 		}
 		fig := fmt.Sprintf("Memory at %d batches, %d B msgs, target %s, --max-inflight-bytes %s", m.Concurrency, m.Size, m.TargetDelay, budget)
-		val := fmt.Sprintf("peak RSS %s (%s at first scrape), peak heap (HeapAlloc) %s, peak in flight %s in %.0f msgs, %.0f B heap per in-flight msg",
-			mib(float64(m.PeakRSS)), mib(float64(m.BaselineRSS)), mib(m.PeakHeap), mib(m.PeakInflightBytes), m.PeakInflightMsgs, m.HeapPerInflight)
+		// Peak HeapAlloc counts garbage awaiting a collection: the live heap
+		// per message is the heap scenario's.
+		val := fmt.Sprintf("peak RSS %s (%s at first scrape), peak heap (HeapAlloc, garbage included) %s, peak in flight %s in %.0f msgs",
+			mib(float64(m.PeakRSS)), mib(float64(m.BaselineRSS)), mib(m.PeakHeap), mib(m.PeakInflightBytes), m.PeakInflightMsgs)
 		if m.Budget > 0 {
 			row(fig, val, "in-flight bytes ≤ budget", yes(m.WithinBudget))
 		} else {
 			row(fig, val, "", nil)
 		}
+	}
+	for _, hp := range r.Heap {
+		row(fmt.Sprintf("Live heap per extra in-flight message, %d B bodies (HeapAlloc after a forced GC, bench/heapprobe, %d → %d messages held at the target)", hp.Size, hp.LoMessages, hp.HiMessages),
+			fmt.Sprintf("%.0f B (%.2f × body; %s → %s)", hp.PerMessage, hp.PerMessage/float64(hp.Size), mib(float64(hp.LoHeap)), mib(float64(hp.HiHeap))),
+			fmt.Sprintf("≤ 1.2 × body + 2 KB = %.0f B", hp.Target), yes(hp.PerMessage <= hp.Target))
 	}
 	if t := r.Trickle; t != nil {
 		row(fmt.Sprintf("ReceiveMessage calls for one message reaching an idle pipe at concurrency %.0f (wait %s)", t.ConcurrencyBefore, t.WaitTime),

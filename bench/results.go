@@ -25,10 +25,12 @@ type Results struct {
 	Also []string `json:"also,omitempty"`
 
 	Throughput *ThroughputResult `json:"throughput,omitempty"`
+	SameJob    *SameJobResult    `json:"samejob,omitempty"`
 	Calls      *CallsResult      `json:"calls,omitempty"`
 	Idle       *IdleResult       `json:"idle,omitempty"`
 	ScaleUp    []ScaleUpResult   `json:"scaleup,omitempty"`
 	Memory     []MemoryResult    `json:"memory,omitempty"`
+	Heap       []HeapResult      `json:"heap,omitempty"`
 	Trickle    *TrickleResult    `json:"trickle,omitempty"`
 }
 
@@ -62,25 +64,59 @@ type ThroughputResult struct {
 	Note        string `json:"note"`
 }
 
+// SameJobResult compares pipes with the hand-written same-job consumer
+// (bench/samejob) and, when it was given, Benthos, at each concurrency.
+type SameJobResult struct {
+	N        int    `json:"n"`
+	Size     int    `json:"size"`
+	WaitTime string `json:"wait_time"`
+	Rounds   int    `json:"rounds"`
+	// Benthos is the -benthos binary's version ("" when none was given).
+	Benthos string         `json:"benthos,omitempty"`
+	Levels  []SameJobLevel `json:"levels"`
+}
+
+// SameJobLevel is the same-job comparison at one concurrency.
+type SameJobLevel struct {
+	Concurrency int            `json:"concurrency"`
+	Runs        []Run          `json:"runs"`
+	Pipes       RunnerSummary  `json:"pipes"`
+	SameJob     RunnerSummary  `json:"samejob"`
+	Benthos     *RunnerSummary `json:"benthos,omitempty"`
+	// CPURatio and BenthosRatio are CPU per message while draining of
+	// pipes and of Benthos over the same-job consumer's (medians);
+	// LifetimeCPURatio is pipes' over the same-job consumer's with
+	// start-up and stop.
+	CPURatio         float64 `json:"cpu_ratio"`
+	BenthosRatio     float64 `json:"benthos_cpu_ratio,omitempty"`
+	LifetimeCPURatio float64 `json:"lifetime_cpu_ratio,omitempty"`
+}
+
 // Run is one drain of N messages by one runner.
 type Run struct {
-	Runner         string  `json:"runner"`
-	Rep            int     `json:"rep"`
-	Seconds        float64 `json:"seconds"`
-	MsgsPerSec     float64 `json:"msgs_per_sec"`
-	CPUSeconds     float64 `json:"cpu_seconds"`
-	CPUPer1000     float64 `json:"cpu_per_1000"`
-	ServerCPU      float64 `json:"server_cpu_seconds"`
-	ServerCPUShare float64 `json:"server_cpu_share"` // server CPU seconds / wall seconds
-	Delivered      int64   `json:"delivered"`
+	Runner      string  `json:"runner"`
+	Rep         int     `json:"rep"`
+	Concurrency int     `json:"concurrency,omitempty"`
+	Seconds     float64 `json:"seconds"`
+	MsgsPerSec  float64 `json:"msgs_per_sec"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	CPUPer1000  float64 `json:"cpu_per_1000"`
+	// DrainCPUPer1000 is the CPU from the first message at the target to
+	// the last, per 1000 of the messages delivered in between: the drain
+	// without start-up and stop.
+	DrainCPUPer1000 float64 `json:"drain_cpu_per_1000,omitempty"`
+	ServerCPU       float64 `json:"server_cpu_seconds"`
+	ServerCPUShare  float64 `json:"server_cpu_share"` // server CPU seconds / wall seconds
+	Delivered       int64   `json:"delivered"`
 }
 
 // RunnerSummary holds the medians of one runner's runs.
 type RunnerSummary struct {
-	MsgsPerSec     float64 `json:"msgs_per_sec"`
-	CPUPer1000     float64 `json:"cpu_per_1000"`
-	ServerCPUShare float64 `json:"server_cpu_share"`
-	ServerPer1000  float64 `json:"server_cpu_per_1000"`
+	MsgsPerSec      float64 `json:"msgs_per_sec"`
+	CPUPer1000      float64 `json:"cpu_per_1000"`
+	DrainCPUPer1000 float64 `json:"drain_cpu_per_1000,omitempty"`
+	ServerCPUShare  float64 `json:"server_cpu_share"`
+	ServerPer1000   float64 `json:"server_cpu_per_1000"`
 }
 
 // CallsResult is pipes' API calls per message under load.
@@ -143,6 +179,20 @@ type MemoryResult struct {
 	WithinBudget      bool    `json:"within_budget"`
 }
 
+// HeapResult is the live heap per extra in-flight message at one message
+// size: HeapAlloc after a forced GC with LoMessages, then HiMessages, held
+// at the target.
+type HeapResult struct {
+	Size       int     `json:"size"`
+	LoMessages int     `json:"lo_messages"`
+	HiMessages int     `json:"hi_messages"`
+	LoHeap     uint64  `json:"lo_heap"`
+	HiHeap     uint64  `json:"hi_heap"`
+	PerMessage float64 `json:"per_message"`
+	// Target is 1.2 × the body + 2 KB.
+	Target float64 `json:"target"`
+}
+
 // loadResults reads dir/results.json; a missing file gives empty results.
 func loadResults(dir string) (*Results, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "results.json"))
@@ -189,17 +239,20 @@ func median(xs []float64) float64 {
 
 // summarize computes the medians of runner's runs.
 func summarize(runs []Run, runner string) RunnerSummary {
-	var tp, cpu, share, srv []float64
+	var tp, cpu, drain, share, srv []float64
 	for _, r := range runs {
 		if r.Runner != runner {
 			continue
 		}
 		tp = append(tp, r.MsgsPerSec)
 		cpu = append(cpu, r.CPUPer1000)
+		if r.DrainCPUPer1000 > 0 {
+			drain = append(drain, r.DrainCPUPer1000)
+		}
 		share = append(share, r.ServerCPUShare)
 		if r.Delivered > 0 {
 			srv = append(srv, r.ServerCPU/float64(r.Delivered)*1000)
 		}
 	}
-	return RunnerSummary{MsgsPerSec: median(tp), CPUPer1000: median(cpu), ServerCPUShare: median(share), ServerPer1000: median(srv)}
+	return RunnerSummary{MsgsPerSec: median(tp), CPUPer1000: median(cpu), DrainCPUPer1000: median(drain), ServerCPUShare: median(share), ServerPer1000: median(srv)}
 }

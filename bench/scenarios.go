@@ -16,13 +16,19 @@ import (
 
 // pipeSpec is what varies between the pipeline files the harness writes.
 type pipeSpec struct {
-	queueURL  string
-	wait      time.Duration
-	maxConc   int
-	initConc  int
-	rate      int // 0 keeps the default scale_up_per_minute
-	budget    int64
+	queueURL string
+	wait     time.Duration
+	maxConc  int
+	initConc int
+	rate     int // 0 keeps the default scale_up_per_minute
+	budget   int64
+	// budgetSet passes budget as --max-inflight-bytes (0: no limit);
+	// otherwise pipes runs with its default budget, as users run it.
+	budgetSet bool
 	targetURL string
+	// record sends each message's Pipes SQS record as it is (no filter, no
+	// input template): the same job as bench/samejob.
+	record bool
 }
 
 // pipelineYAML renders the bench pipe: an EventBridge pattern filter, an
@@ -33,6 +39,10 @@ func pipelineYAML(endpoint string, p pipeSpec) string {
 	fmt.Fprintf(&b, "  wait_time: %s\n  max_concurrency: %d\n  initial_concurrency: %d\n", p.wait, p.maxConc, p.initConc)
 	if p.rate > 0 {
 		fmt.Fprintf(&b, "  scale_up_per_minute: %d\n", p.rate)
+	}
+	if p.record {
+		fmt.Fprintf(&b, "target:\n  type: http\n  url: %s\n  timeout: 60s\n", p.targetURL)
+		return b.String()
 	}
 	b.WriteString("filter:\n  patterns:\n    - '{\"body\": {\"kind\": [\"order\"], \"amount\": [{\"numeric\": [\">\", 0]}]}}'\n")
 	fmt.Fprintf(&b, "target:\n  type: http\n  url: %s\n  timeout: 60s\n  input_template: '{\"id\": \"<$.messageId>\", \"order\": <$.body>}'\n", p.targetURL)
@@ -52,17 +62,21 @@ func (h *harness) startPipes(label string, p pipeSpec) (*child, string, error) {
 		return nil, "", err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c, err := h.kids.start("pipes", filepath.Join(h.tmp, label+".log"), h.pipesBin, "run", "-f", file,
-		"--metrics-addr", addr, "--max-inflight-bytes", strconv.FormatInt(p.budget, 10))
+	args := []string{h.pipesBin, "run", "-f", file, "--metrics-addr", addr}
+	if p.budgetSet {
+		args = append(args, "--max-inflight-bytes", strconv.FormatInt(p.budget, 10))
+	}
+	c, err := h.kids.start("pipes", filepath.Join(h.tmp, label+".log"), args...)
 	if err != nil {
 		return nil, "", err
 	}
 	return c, "http://" + addr + "/metrics", nil
 }
 
-// startMinimal starts the minimal consumer on queueURL.
-func (h *harness) startMinimal(label, queueURL string, conc int, wait time.Duration) (*child, error) {
-	return h.kids.start("minimal", filepath.Join(h.tmp, label+".log"), h.minimalBin,
+// startConsumer starts a hand-written consumer (bin: bench/minimal or
+// bench/samejob) on queueURL.
+func (h *harness) startConsumer(label, bin, queueURL string, conc int, wait time.Duration) (*child, error) {
+	return h.kids.start(filepath.Base(bin), filepath.Join(h.tmp, label+".log"), bin,
 		"-queue-url", queueURL, "-endpoint", h.srv.endpoint, "-target", h.tgt.url,
 		"-concurrency", strconv.Itoa(conc), "-wait", wait.String())
 }
@@ -99,8 +113,17 @@ type drainRun struct {
 	metrics metrics // pipes only: the scrape once the queue was empty
 }
 
-// drainOnce fills a fresh queue with n messages and lets runner drain it.
+// drainOnce fills a fresh queue with n messages and lets runner drain it
+// at the -concurrency of the throughput scenario.
 func (h *harness) drainOnce(ctx context.Context, runner string, rep int) (drainRun, error) {
+	return h.drainAt(ctx, runner, rep, h.o.concurrency)
+}
+
+// drainAt fills a fresh queue with n messages and lets runner drain it with
+// conc concurrent batches. Runners: pipes (filter and input template),
+// minimal (bench/minimal), pipes-record (each message's record as it is),
+// samejob (bench/samejob) and benthos (-benthos).
+func (h *harness) drainAt(ctx context.Context, runner string, rep, conc int) (drainRun, error) {
 	o := h.o
 	var out drainRun
 	url, err := h.srv.createQueue(ctx, "bench-"+runner, 60*time.Second)
@@ -112,7 +135,7 @@ func (h *harness) drainOnce(ctx context.Context, runner string, rep int) (drainR
 		return out, err
 	}
 	h.tgt.reset(0)
-	label := fmt.Sprintf("throughput-%s-%d", runner, rep)
+	label := fmt.Sprintf("throughput-%s-c%d-%d", runner, conc, rep)
 	srvCPU0, err := procCPU(h.srv.pid())
 	if err != nil {
 		return out, err
@@ -120,18 +143,44 @@ func (h *harness) drainOnce(ctx context.Context, runner string, rep int) (drainR
 	start := time.Now()
 	var c *child
 	var metricsURL string
-	if runner == "pipes" {
-		c, metricsURL, err = h.startPipes(label, pipeSpec{queueURL: url, wait: o.wait, maxConc: max(2, o.concurrency), initConc: o.concurrency})
-	} else {
-		c, err = h.startMinimal(label, url, o.concurrency, o.wait)
+	switch runner {
+	case "pipes", "pipes-record":
+		c, metricsURL, err = h.startPipes(label, pipeSpec{queueURL: url, wait: o.wait, maxConc: max(2, conc), initConc: conc, record: runner == "pipes-record"})
+	case "minimal", "samejob":
+		bin := h.minimalBin
+		if runner == "samejob" {
+			bin = h.samejobBin
+		}
+		c, err = h.startConsumer(label, bin, url, conc, o.wait)
+	case "pipes-probe", "samejob-profiled":
+		c, err = h.startProfiled(label, runner, url, conc, o.wait)
+	case "benthos":
+		c, err = h.startBenthos(label, url, conc, o.wait)
+	default:
+		err = fmt.Errorf("unknown runner %q", runner)
 	}
 	if err != nil {
 		return out, err
 	}
 	defer c.stop(40 * time.Second)
 	timeout := 2*time.Minute + time.Duration(o.n)*time.Millisecond
+	// The drain's CPU runs from the first batch at the target to the last:
+	// start-up (clients, configuration) and the stop are left out.
+	if !h.tgt.waitItems(ctx, 1, timeout, c.done) {
+		return out, fmt.Errorf("%s delivered nothing within %v: %s", runner, timeout, h.logTail(label))
+	}
+	items0 := h.tgt.items.Load()
+	cpu0, err := procCPU(c.cmd.Process.Pid)
+	if err != nil {
+		return out, err
+	}
 	if !h.tgt.waitItems(ctx, int64(o.n), timeout, c.done) {
 		return out, fmt.Errorf("%s delivered %d of %d messages within %v: %s", runner, h.tgt.items.Load(), o.n, timeout, h.logTail(label))
+	}
+	items1 := h.tgt.items.Load()
+	cpu1, err := procCPU(c.cmd.Process.Pid)
+	if err != nil {
+		return out, err
 	}
 	elapsed := time.Since(start).Seconds()
 	srvCPU1, err := procCPU(h.srv.pid())
@@ -154,8 +203,11 @@ func (h *harness) drainOnce(ctx context.Context, runner string, rep int) (drainR
 		Delivered: delivered,
 	}
 	out.run.CPUPer1000 = out.run.CPUSeconds / float64(o.n) * 1000
-	progress(fmt.Sprintf("%s run %d: %d msgs in %.2f s = %.0f msgs/s, CPU %.3f s (%.4f s/1000), server CPU %.0f%% of a core, delivered %d",
-		runner, rep, o.n, elapsed, out.run.MsgsPerSec, out.run.CPUSeconds, out.run.CPUPer1000, 100*out.run.ServerCPUShare, delivered))
+	if items1 > items0 {
+		out.run.DrainCPUPer1000 = (cpu1 - cpu0) / float64(items1-items0) * 1000
+	}
+	progress(fmt.Sprintf("%s c%d run %d: %d msgs in %.2f s = %.0f msgs/s, CPU %.3f s (%.4f s/1000; %.4f s/1000 while draining), server CPU %.0f%% of a core, delivered %d",
+		runner, conc, rep, o.n, elapsed, out.run.MsgsPerSec, out.run.CPUSeconds, out.run.CPUPer1000, out.run.DrainCPUPer1000, 100*out.run.ServerCPUShare, delivered))
 	// Abandoned long polls of the stopped runner end within the wait time.
 	time.Sleep(o.wait + 500*time.Millisecond)
 	return out, nil
@@ -470,7 +522,7 @@ func (h *harness) memoryOnce(ctx context.Context, budget int64) (MemoryResult, e
 	h.tgt.reset(o.memDelay)
 	defer h.tgt.reset(0)
 	label := fmt.Sprintf("memory-%d", budget)
-	c, murl, err := h.startPipes(label, pipeSpec{queueURL: url, wait: 20 * time.Second, maxConc: o.memConc, initConc: o.memConc, budget: budget})
+	c, murl, err := h.startPipes(label, pipeSpec{queueURL: url, wait: 20 * time.Second, maxConc: o.memConc, initConc: o.memConc, budget: budget, budgetSet: true})
 	if err != nil {
 		return r, err
 	}

@@ -158,11 +158,13 @@ func orderBody(i, size int) string {
 	return head + strings.Repeat("x", pad) + `"}`
 }
 
-// fill sends n messages of about size bytes, ten per SendMessageBatch, from
-// 8 senders at once; first numbers the first message's amount.
+// fill sends n messages of about size bytes, ten per SendMessageBatch (fewer
+// for large messages: a batch carries at most 256 KiB), from 8 senders at
+// once; first numbers the first message's amount.
 func (s *sqsServer) fill(ctx context.Context, url string, first, n, size int) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
+	per := max(1, min(10, 250_000/(size+64)))
 	chunks := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -170,8 +172,8 @@ func (s *sqsServer) fill(ctx context.Context, url string, first, n, size int) er
 	for range 8 {
 		wg.Go(func() {
 			for start := range chunks {
-				entries := make([]types.SendMessageBatchRequestEntry, 0, 10)
-				for i := start; i < min(start+10, first+n); i++ {
+				entries := make([]types.SendMessageBatchRequestEntry, 0, per)
+				for i := start; i < min(start+per, first+n); i++ {
 					entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i - start)), MessageBody: aws.String(orderBody(i, size))})
 				}
 				out, err := s.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
@@ -186,7 +188,7 @@ func (s *sqsServer) fill(ctx context.Context, url string, first, n, size int) er
 			}
 		})
 	}
-	for start := first; start < first+n; start += 10 {
+	for start := first; start < first+n; start += per {
 		select {
 		case chunks <- start:
 		case <-ctx.Done():

@@ -18,6 +18,7 @@ type target struct {
 	url     string
 	srv     *http.Server
 	items   atomic.Int64
+	arrived atomic.Int64 // items whose request was read, before the delay
 	batches atomic.Int64
 	bad     atomic.Int64
 	delay   atomic.Int64 // nanoseconds
@@ -42,6 +43,7 @@ func (t *target) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if d := time.Duration(t.delay.Load()); d > 0 {
+		t.arrived.Add(int64(countItems(body)))
 		select {
 		case <-time.After(d):
 		case <-r.Context().Done():
@@ -58,9 +60,20 @@ func (t *target) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// countItems is the number of items of a JSON array body (1 when it is
+// not one).
+func countItems(body []byte) int {
+	var items []json.RawMessage
+	if json.Unmarshal(body, &items) != nil {
+		return 1
+	}
+	return len(items)
+}
+
 // reset zeroes the counters and sets the answer delay.
 func (t *target) reset(delay time.Duration) {
 	t.items.Store(0)
+	t.arrived.Store(0)
 	t.batches.Store(0)
 	t.bad.Store(0)
 	t.delay.Store(int64(delay))

@@ -82,7 +82,7 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 			continue
 		}
 		if m.Split == nil {
-			ev, err := NewEvent(m)
+			ev, err := p.newEvent(m)
 			if err != nil {
 				v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
 				continue
@@ -487,7 +487,7 @@ func (e execLog) invoking(ctx context.Context, events []*Event) {
 	for _, ev := range events {
 		attrs := []any{"message_id", ev.ID(), "receive_count", ev.Message.ReceiveCount()}
 		if e.payload {
-			attrs = append(attrs, "payload", string(ev.Payload))
+			attrs = append(attrs, "payload", string(ev.PayloadBytes()))
 		}
 		e.log.Log(ctx, slog.LevelDebug, "target invocation", attrs...)
 	}

@@ -1,6 +1,8 @@
 package pipe
 
 import (
+	"math"
+	"runtime/debug"
 	"sync"
 )
 
@@ -91,4 +93,54 @@ func (b *Budget) Give(n int64) {
 	close(b.changed)
 	b.changed = make(chan struct{})
 	b.mu.Unlock()
+}
+
+// memoryBase is the memory limit's room for the process itself (code,
+// SDK clients, connection buffers, metrics) beside the messages held.
+const memoryBase = 128 << 20
+
+// MemoryLimit is the Go memory limit (runtime/debug.SetMemoryLimit) that
+// follows an in-flight budget of budget bytes: three times the budget
+// (each message's body, the buffers and the requests that carry it; the
+// bench measures about 1.1 to 1.8 times the body for 4 KB to 100 KB
+// bodies, more for small ones) and 128 MiB for the process itself. 0 when
+// there is no budget. The garbage collector works harder as the heap nears
+// the limit instead of letting it double past what the budget allows.
+func MemoryLimit(budget int64) int64 {
+	if budget <= 0 {
+		return 0
+	}
+	if budget > (math.MaxInt64-memoryBase)/3 {
+		return math.MaxInt64
+	}
+	return 3*budget + memoryBase
+}
+
+// gcPercentUnderLimit is the GC target (GOGC) a process with a memory
+// limit runs with: garbage may grow to four times the live heap before a
+// collection, since the limit caps the heap anyway; a drain spends about a
+// tenth of its CPU in the collector at Go's default of 100.
+const gcPercentUnderLimit = 400
+
+// ApplyMemoryLimit ties the process's garbage collector to an in-flight
+// budget of budget bytes: unless the user set GOMEMLIMIT (getenv reads the
+// environment) or there is no budget, it sets the Go memory limit to
+// MemoryLimit(budget) and, unless GOGC is set, the GC target to 400 (the
+// limit, not the target, then bounds the heap). It returns the limit and
+// the GC target it set, 0 for what it left alone. It is meant for a
+// program's start (both are the process's).
+func ApplyMemoryLimit(budget int64, getenv func(string) string) (limit int64, gcPercent int) {
+	if getenv("GOMEMLIMIT") != "" {
+		return 0, 0
+	}
+	limit = MemoryLimit(budget)
+	if limit <= 0 {
+		return 0, 0
+	}
+	debug.SetMemoryLimit(limit)
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercentUnderLimit)
+		gcPercent = gcPercentUnderLimit
+	}
+	return limit, gcPercent
 }

@@ -165,6 +165,9 @@ type Event struct {
 	// first byte and its length.
 	vouched    *byte
 	vouchedLen int
+	// lazy: the payload is the message's record, not encoded yet (see
+	// PayloadAppender); Payload stays nil until a stage sets one.
+	lazy bool
 }
 
 // VouchJSON records that p, a payload the caller built and knows to be
@@ -186,6 +189,9 @@ func (e *Event) VouchJSON(p []byte) {
 // for the record's JSON). False means not known, not invalid. It does not
 // block and does not read the payload.
 func (e *Event) PayloadIsJSON() bool {
+	if e.lazy && e.Payload == nil {
+		return true // the record, to be encoded
+	}
 	return len(e.Payload) > 0 && &e.Payload[0] == e.vouched && len(e.Payload) == e.vouchedLen
 }
 

@@ -72,6 +72,9 @@ type Message struct {
 	once    sync.Once
 	encoded []byte
 	err     error
+	// recLen is the length of the SQS-shaped record without an envelope,
+	// set once by recordLen when the message is tracked (0: not known).
+	recLen int
 	// liftedAttrs names the message attributes unwrap lifted out of an
 	// SNS envelope: they are not the message's own.
 	liftedAttrs []string

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sourcegraph/conc"
-
 	"github.com/pipesproject/pipes/internal/backoff"
 )
 
@@ -167,6 +165,10 @@ type Pipe struct {
 	abortOnce sync.Once
 	abort     chan struct{} // closed by Abort
 
+	// lazyPayloads: events carry their records not encoded yet (the
+	// target is a PayloadAppender and no stage reads payloads before it).
+	lazyPayloads bool
+
 	mu          sync.Mutex
 	info        SourceInfo
 	visibility  time.Duration
@@ -238,13 +240,15 @@ func New(opt Options) (*Pipe, error) {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := opt.Logger.With("pipe", opt.Name)
+	_, appender := opt.Target.(PayloadAppender)
 	return &Pipe{
-		opt:   opt,
-		log:   log,
-		exec:  newExecLog(log, opt.LogLevel, opt.IncludeExecutionData),
-		met:   opt.Metrics.forPipe(opt.Name),
-		wake:  make(chan struct{}, 1),
-		abort: make(chan struct{}),
+		lazyPayloads: appender && opt.Enricher == nil && opt.Transformer == nil,
+		opt:          opt,
+		log:          log,
+		exec:         newExecLog(log, opt.LogLevel, opt.IncludeExecutionData),
+		met:          opt.Metrics.forPipe(opt.Name),
+		wake:         make(chan struct{}, 1),
+		abort:        make(chan struct{}),
 	}, nil
 }
 
@@ -326,6 +330,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 	p.started = true
 	p.mu.Unlock()
 	p.met.concurrency.Set(float64(p.conc))
+	p.followConcurrency(p.conc)
 	p.adviseOnQueue(info)
 	p.log.Info("pipe started", "source", info.ARN, "fifo", info.FIFO, "visibility_timeout", p.visibility.String(),
 		"batch_size", p.opt.BatchSize, "batch_window", p.opt.BatchWindow.String(), "concurrency", p.conc,
@@ -339,8 +344,10 @@ func (p *Pipe) Run(ctx context.Context) error {
 	// loses nothing by it (CancelSafe), else waited for.
 	recv, cancelRecv := context.WithCancel(work)
 	defer cancelRecv()
-	var batches, receives conc.WaitGroup
-	p.schedule(ctx, recv, work, &batches, &receives)
+	// Receives and batches run on the pipe's long-lived workers, sized
+	// to the concurrency by the scaler (schedule).
+	pool := newWorkers(poolSize(p.conc))
+	p.schedule(ctx, recv, work, pool)
 	if _, ok := p.opt.Source.(CancelSafe); ok {
 		cancelRecv()
 	}
@@ -366,7 +373,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 		p.log.Info("stopping: waiting for the long polls under way (up to the wait time); what they return is released at once; a second signal stops now",
 			"polls", polls, "batches_in_flight", inflight, "shutdown_timeout", p.opt.ShutdownTimeout.String())
 	}
-	p.dispatch(work, &batches)
+	p.dispatch(work, pool)
 	done := make(chan struct{})
 	go func() {
 		// Wait for batches, new ones dispatched as slots free, and for the
@@ -385,13 +392,13 @@ func (p *Pipe) Run(ctx context.Context) error {
 			case <-time.After(50 * time.Millisecond):
 			case <-work.Done():
 			}
-			p.dispatch(work, &batches)
+			p.dispatch(work, pool)
 		}
-		receives.Wait()
-		batches.Wait()
+		pool.wait()
 		close(done)
 	}()
 	timer := time.NewTimer(time.Until(deadline))
+	finished := true // every job returned: the workers are waited for
 	select {
 	case <-done:
 		timer.Stop()
@@ -402,6 +409,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-time.After(stopGrace):
+			finished = false
 		}
 	case <-timer.C:
 		p.log.Warn("shutdown timeout reached, releasing unfinished messages", "timeout", p.opt.ShutdownTimeout.String())
@@ -409,9 +417,13 @@ func (p *Pipe) Run(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-time.After(stopGrace):
+			finished = false
 			p.log.Error("a batch did not return after its target call was cancelled; its messages are released and its verdicts will be refused")
 		}
 	}
+	// A worker stuck in a target call that ignores its cancellation is left
+	// to end with it; the others end now.
+	pool.close(finished)
 	p.mu.Lock()
 	left := p.batches.drain()
 	p.mu.Unlock()
@@ -501,15 +513,19 @@ func (p *Pipe) adviseOnQueue(info SourceInfo) {
 	}
 }
 
+// poolSize is the size of the worker pool at concurrency c: a receive and
+// a batch for every slot, and one to spare.
+func poolSize(c int) int { return 2*c + 1 }
+
 // schedule runs the polling loop until poll is done or, with Drain, until
-// the source is empty. Receives and batches run under work, which outlives
-// poll; the caller waits for them.
-func (p *Pipe) schedule(poll, recv, work context.Context, batches, receives *conc.WaitGroup) {
+// the source is empty. Receives and batches run on pool under work, which
+// outlives poll; the caller waits for them.
+func (p *Pipe) schedule(poll, recv, work context.Context, pool *workers) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	dryFull := false
 	for {
-		p.dispatch(work, batches)
+		p.dispatch(work, pool)
 		var budgetWait <-chan struct{}
 		var errWait, rateWait, probeWait <-chan time.Time
 		p.mu.Lock()
@@ -569,7 +585,7 @@ func (p *Pipe) schedule(poll, recv, work context.Context, batches, receives *con
 			}
 			p.receiving++
 			p.reserved += n
-			receives.Go(func() { p.receive(recv, n, est) })
+			pool.run(func() { p.receive(recv, n, est) })
 		}
 		p.mu.Unlock()
 		select {
@@ -587,6 +603,8 @@ func (p *Pipe) schedule(poll, recv, work context.Context, batches, receives *con
 			p.conc = c
 			p.mu.Unlock()
 			if reason != "" {
+				pool.setLimit(poolSize(c))
+				p.followConcurrency(c)
 				p.met.concurrency.Set(float64(c))
 				p.observeScaled(before, c, reason)
 				p.log.Info("concurrency changed", "from", before, "to", c, "reason", reason)
@@ -751,7 +769,7 @@ func (p *Pipe) sourceEmpty(ctx context.Context) bool {
 
 // dispatch starts batches while slots are free. While the circuit is open
 // it starts one probe batch when the probe is due.
-func (p *Pipe) dispatch(ctx context.Context, batches *conc.WaitGroup) {
+func (p *Pipe) dispatch(ctx context.Context, pool *workers) {
 	for {
 		p.mu.Lock()
 		if p.inflight >= p.conc {
@@ -786,7 +804,7 @@ func (p *Pipe) dispatch(ctx context.Context, batches *conc.WaitGroup) {
 		}
 		p.inflight++
 		p.mu.Unlock()
-		batches.Go(func() { p.runBatch(ctx, b, probe) })
+		pool.run(func() { p.runBatch(ctx, b, probe) })
 	}
 }
 

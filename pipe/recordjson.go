@@ -30,10 +30,17 @@ func (m *Message) sqsJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var abuf, mbuf [maxSortedOnStack]string
-	akeys := sortedKeys(abuf[:0], m.Attributes)
-	mkeys := sortedKeys(mbuf[:0], m.MessageAttributes)
+	return m.appendSQS(nil, env), nil
+}
 
+// sqsLen is the length of the record in the SQS shape whose envelope's
+// JSON is env.
+func (m *Message) sqsLen(env []byte) int {
+	var abuf, mbuf [maxSortedOnStack]string
+	return m.sqsLenKeys(env, sortedKeys(abuf[:0], m.Attributes), sortedKeys(mbuf[:0], m.MessageAttributes))
+}
+
+func (m *Message) sqsLenKeys(env []byte, akeys, mkeys []string) int {
 	n := sqsFixedLen + quotedLen(m.MessageID) + quotedLen(m.ReceiptHandle) + quotedLen(m.Body) +
 		quotedLen(m.MD5OfBody) + quotedLen(m.EventSource) + quotedLen(m.EventSourceARN) + quotedLen(m.AWSRegion)
 	for i, k := range akeys {
@@ -54,8 +61,24 @@ func (m *Message) sqsJSON() ([]byte, error) {
 	if env != nil {
 		n += len(`,"envelope":`) + len(env)
 	}
+	return n
+}
 
-	b := make([]byte, 0, n)
+// appendSQS appends the record in the SQS shape, whose envelope's JSON is
+// env (envelopeJSON), to b, growing b once to the record's length.
+func (m *Message) appendSQS(b, env []byte) []byte {
+	var abuf, mbuf [maxSortedOnStack]string
+	akeys := sortedKeys(abuf[:0], m.Attributes)
+	mkeys := sortedKeys(mbuf[:0], m.MessageAttributes)
+	n := m.recLen // known when the settler sized the record (env is nil then)
+	if n == 0 || env != nil {
+		n = m.sqsLenKeys(env, akeys, mkeys)
+	}
+	if cap(b)-len(b) < n {
+		nb := make([]byte, len(b), len(b)+n) // exactly: slices.Grow rounds up
+		copy(nb, b)
+		b = nb
+	}
 	b = append(b, `{"messageId":`...)
 	b = appendQuoted(b, m.MessageID)
 	b = append(b, `,"receiptHandle":`...)
@@ -96,7 +119,7 @@ func (m *Message) sqsJSON() ([]byte, error) {
 		b = append(b, `,"envelope":`...)
 		b = append(b, env...)
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // envelopeJSON returns the envelope as encoding/json writes a

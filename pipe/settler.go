@@ -141,8 +141,8 @@ func newSettler(c settlerConfig, workers int) *settler {
 // track makes the delivery of a message received at receivedAt.
 func (s *settler) track(m *Message, receivedAt time.Time) *Delivery {
 	d := &Delivery{Message: m, s: s, size: m.Size(), receivedAt: receivedAt, leaseEnd: receivedAt.Add(s.vis)}
-	if b, err := m.JSON(); err == nil {
-		d.recordSize = len(b)
+	if n, err := m.recordLen(); err == nil {
+		d.recordSize = n
 	} else {
 		d.recordSize = d.size
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -116,6 +117,9 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 	log, err := newLogger(stderr, f.logFormat, f.logLevel, trace)
 	if err != nil {
 		return usageErr(err)
+	}
+	if limit, gc := pipe.ApplyMemoryLimit(f.maxInflightBytes, os.Getenv); limit > 0 {
+		log.Debug("the Go memory limit follows --max-inflight-bytes (GOMEMLIMIT and GOGC override it)", "memory_limit_bytes", limit, "gc_percent", gc)
 	}
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pipesproject/pipes/pipe"
@@ -72,6 +73,12 @@ type Config struct {
 	// InsecureSkipVerify accepts any TLS certificate (testing only: the
 	// caller warns). Ignored when Client is given.
 	InsecureSkipVerify bool
+	// ReadBufferSize is the read buffer of each connection (0: Go's 4 KB).
+	// A user whose answers are small (the http target's partial batch
+	// answers) saves memory per connection with 1 KB; a larger chunked
+	// answer is then read in more system calls. Ignored when Client is
+	// given.
+	ReadBufferSize int
 	// Client, when set, sends the requests instead of the client's own
 	// (tests, embedders); its redirect policy and TLS settings are used as
 	// they are.
@@ -96,6 +103,29 @@ type Client struct {
 	client     *http.Client
 	transport  *http.Transport // ours to close; nil with Config.Client
 	ownHeaders bool            // the client adds to request headers (a cookie jar): copy them
+
+	peakMu sync.Mutex
+	peak   int // the highest concurrency told since idle connections were last closed
+}
+
+// FollowConcurrency tells the client how many requests its user may have
+// in flight now (a pipe's concurrency). When that falls to half of the
+// highest since the last time, the client's idle keep-alive connections
+// are closed: after a burst at concurrency 1000, a pipe back at 10 does
+// not keep a thousand connections (16 KB of buffers each) open for the
+// idle timeout; the few it needs are dialled again. It does nothing with
+// Config.Client (not ours). It does not block; it is safe for concurrent
+// use.
+func (c *Client) FollowConcurrency(n int) {
+	c.peakMu.Lock()
+	shrink := n > 0 && c.peak > 0 && n <= c.peak/2
+	if n > c.peak || shrink {
+		c.peak = n
+	}
+	c.peakMu.Unlock()
+	if shrink && c.transport != nil {
+		c.transport.CloseIdleConnections()
+	}
 }
 
 // New checks cfg and returns a client. It does not connect. It reports
@@ -174,6 +204,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if c.client == nil {
 		c.transport = newTransport(cfg.InsecureSkipVerify)
+		if cfg.ReadBufferSize > 0 {
+			c.transport.ReadBufferSize = cfg.ReadBufferSize
+		}
 		c.client = &http.Client{
 			Transport: c.transport,
 			// A redirect would turn a POST into a GET and may carry the
@@ -232,6 +265,13 @@ type Request struct {
 	ContentType string
 	// Body is the request body.
 	Body []byte
+	// BodyFunc, when set, makes the body instead of Body: a new reader of
+	// BodyLen bytes at each call (a request may be written again on a new
+	// connection), so that a body written as it is read (batching.Array)
+	// is not held whole.
+	BodyFunc func() io.Reader
+	// BodyLen is the length of what BodyFunc's readers read.
+	BodyLen int64
 	// ReadAnswer reads a 2xx answer (at most MaxAnswer bytes) and returns
 	// it; false drops it.
 	ReadAnswer bool
@@ -263,7 +303,15 @@ func (c *Client) do(ctx context.Context, req Request) (int, []byte, error) {
 	if target == "" {
 		target = c.url
 	}
-	hr, err := http.NewRequestWithContext(reqCtx, c.method, target, bytes.NewReader(req.Body))
+	var body io.Reader = bytes.NewReader(req.Body)
+	if req.BodyFunc != nil {
+		body = req.BodyFunc()
+	}
+	hr, err := http.NewRequestWithContext(reqCtx, c.method, target, body)
+	if req.BodyFunc != nil && err == nil {
+		hr.ContentLength = req.BodyLen
+		hr.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(req.BodyFunc()), nil }
+	}
 	if err != nil {
 		// Its text would quote the URL, query included.
 		return 0, nil, pipe.Permanent(errors.New("building the request failed: the url is not valid"))

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -84,7 +85,21 @@ type Target struct {
 	dyn         dynamic
 }
 
-var _ pipe.Target = (*Target)(nil)
+var (
+	_ pipe.Target              = (*Target)(nil)
+	_ pipe.PayloadAppender     = (*Target)(nil)
+	_ pipe.ConcurrencyFollower = (*Target)(nil)
+)
+
+// FollowConcurrency closes the target's idle connections when the pipe's
+// concurrency has halved (httpcore.Client.FollowConcurrency). It does not
+// block.
+func (t *Target) FollowConcurrency(n int) { t.core.FollowConcurrency(n) }
+
+// AppendsPayloads says that the target reads payloads only through
+// pipe.Event's AppendPayload, PayloadLen and PayloadBytes: a batch's
+// records are encoded into its request as it is sent.
+func (t *Target) AppendsPayloads() {}
 
 // New checks cfg and returns a target. It does not connect: an endpoint
 // that is down is reported by Deliver. Errors name the field at fault and
@@ -140,7 +155,10 @@ func New(cfg Config) (*Target, error) {
 		SecretURL:          secretURL,
 		Timeout:            cfg.Timeout,
 		InsecureSkipVerify: cfg.InsecureSkipVerify,
-		Client:             cfg.Client,
+		// Answers are partial batch answers, small: a 1 KB read buffer is
+		// 3 KB less for each batch at the target (300 B a message).
+		ReadBufferSize: 1 << 10,
+		Client:         cfg.Client,
 	})
 	if err != nil {
 		problems = append(problems, err)
@@ -209,7 +227,10 @@ func (t *Target) deliverBatch(ctx context.Context, events []*pipe.Event) (pipe.R
 }
 
 func (t *Target) sendBatch(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
-	status, answer, err := t.send(ctx, events[0], batching.JSONArray(events), true, true)
+	// The records are encoded into the request as it is written.
+	array := batching.NewArray(events)
+	body := func() io.Reader { return array.Again() }
+	status, answer, err := t.send(ctx, events[0], httpcore.Request{BodyFunc: body, BodyLen: array.Len(), ContentType: httpcore.ContentJSON, ReadAnswer: true})
 	switch {
 	case errors.Is(err, httpcore.ErrAnswerTooLarge):
 		return pipe.Result{}, fmt.Errorf("answered %d: %w: larger than %d bytes", status, pipe.ErrMalformedAnswer, httpcore.MaxAnswer)
@@ -356,20 +377,21 @@ func (r *groupRuns) after(i int) []int { return r.runs[r.of[i]][r.pos[i]+1:] }
 
 // sendOne sends one event as its own request; nil means a 2xx answer.
 func (t *Target) sendOne(ctx context.Context, ev *pipe.Event) error {
-	if _, _, err := t.send(ctx, ev, ev.Payload, ev.PayloadIsJSON() || json.Valid(ev.Payload), false); err != nil {
+	payload := ev.PayloadBytes()
+	req := httpcore.Request{Body: payload, ContentType: httpcore.ContentText}
+	if ev.PayloadIsJSON() || json.Valid(payload) {
+		req.ContentType = httpcore.ContentJSON
+	}
+	if _, _, err := t.send(ctx, ev, req); err != nil {
 		err = fmt.Errorf("delivering event %s to %s %s: %w", ev.ID(), t.core.Method(), t.core.Display(), err)
 		return t.core.Secrets().Error(err)
 	}
 	return nil
 }
 
-// send makes one request for ev (the record dynamic parameters come from)
-// and classifies its outcome (httpcore.Client.Do).
-func (t *Target) send(ctx context.Context, ev *pipe.Event, body []byte, isJSON, readAnswer bool) (int, []byte, error) {
-	req := httpcore.Request{Body: body, ContentType: httpcore.ContentText, ReadAnswer: readAnswer}
-	if isJSON {
-		req.ContentType = httpcore.ContentJSON
-	}
+// send makes the request req for ev (the record dynamic parameters come
+// from) and classifies its outcome (httpcore.Client.Do).
+func (t *Target) send(ctx context.Context, ev *pipe.Event, req httpcore.Request) (int, []byte, error) {
 	if !t.dyn.empty() {
 		var err error
 		if req.URL, req.Header, err = t.dyn.render(t.core.URL(), ev); err != nil {

@@ -1,0 +1,77 @@
+package pipe
+
+// PayloadAppender is an optional ability of a Target: it reads events'
+// payloads only through Event.AppendPayload, Event.PayloadLen and
+// Event.PayloadBytes, never through the Payload field. A pipe without an
+// enrichment and an input template then hands it events whose payload is
+// the record not encoded yet (Payload nil): each record is written once,
+// as the target sends it, so that no encoded copy of a message is kept
+// beside its body while it is in flight. The pipe finds the ability by
+// type assertion on its Target (a wrapper that does not forward it gets
+// ordinary events).
+type PayloadAppender interface {
+	Target
+	// AppendsPayloads marks the ability; it does nothing.
+	AppendsPayloads()
+}
+
+// AppendPayload appends the event's payload to b and returns the extended
+// slice: Payload, or the record when the payload is the record not encoded
+// yet. It does not block; it is safe for concurrent use when no stage
+// changes the event.
+func (e *Event) AppendPayload(b []byte) []byte {
+	if e.lazy && e.Payload == nil {
+		return e.Message.appendSQS(b, nil)
+	}
+	return append(b, e.Payload...)
+}
+
+// PayloadLen is the length of what AppendPayload appends, computed
+// without encoding a record. It does not block.
+func (e *Event) PayloadLen() int {
+	if e.lazy && e.Payload == nil {
+		if n := e.Message.recLen; n > 0 {
+			return n
+		}
+		return e.Message.sqsLen(nil)
+	}
+	return len(e.Payload)
+}
+
+// PayloadBytes returns the payload: Payload, or the record encoded now
+// (into a new slice, not kept) when the payload is the record not encoded
+// yet. Callers must not modify it. It does not block.
+func (e *Event) PayloadBytes() []byte {
+	if e.lazy && e.Payload == nil {
+		return e.Message.appendSQS(nil, nil)
+	}
+	return e.Payload
+}
+
+// lazyRecord reports whether m's record is encoded by appendSQS without an
+// error (the SQS shape without an envelope): its event may then carry the
+// record not encoded yet.
+func (m *Message) lazyRecord() bool { return m.Record == nil && len(m.Envelope) == 0 }
+
+// recordLen is the length of m's record; for an SQS-shaped record without
+// an envelope it is computed without encoding (nor keeping) the record, and
+// remembered (the settler calls it once, as it tracks the message, before
+// any stage reads the message).
+func (m *Message) recordLen() (int, error) {
+	if m.lazyRecord() {
+		m.recLen = m.sqsLen(nil)
+		return m.recLen, nil
+	}
+	b, err := m.JSON()
+	return len(b), err
+}
+
+// newEvent makes the event of a message for this pipe: with the record not
+// encoded yet when the target reads payloads itself (PayloadAppender) and
+// no stage before it reads the payload, else as NewEvent does.
+func (p *Pipe) newEvent(m *Message) (*Event, error) {
+	if p.lazyPayloads && m.lazyRecord() {
+		return &Event{Message: m, lazy: true}, nil
+	}
+	return NewEvent(m)
+}
