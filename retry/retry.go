@@ -215,7 +215,27 @@ func Wrap(t pipe.Target, p Policy, opts Options) pipe.Target {
 	if opts.Sleep == nil {
 		opts.Sleep = backoff.Sleep
 	}
-	return &retrier{t: t, p: p, o: opts}
+	r := &retrier{t: t, p: p, o: opts}
+	if _, ok := t.(pipe.PayloadAppender); ok {
+		// The retrier never reads payloads: it keeps t's ability to be
+		// handed records not encoded yet (one copy of each body).
+		return appendingRetrier{r}
+	}
+	return r
+}
+
+// appendingRetrier is a retrier of a pipe.PayloadAppender target.
+type appendingRetrier struct{ *retrier }
+
+// AppendsPayloads marks pipe.PayloadAppender.
+func (appendingRetrier) AppendsPayloads() {}
+
+// FollowConcurrency tells t the pipe's concurrency when it follows it
+// (pipe.ConcurrencyFollower).
+func (r *retrier) FollowConcurrency(n int) {
+	if f, ok := r.t.(pipe.ConcurrencyFollower); ok {
+		f.FollowConcurrency(n)
+	}
 }
 
 type retrier struct {

@@ -449,3 +449,33 @@ func BenchmarkWrapSucceeding(b *testing.B) {
 		}
 	}
 }
+
+// appender is a target with pipe.PayloadAppender and
+// pipe.ConcurrencyFollower.
+type appender struct{ followed []int }
+
+func (a *appender) Deliver(context.Context, []*pipe.Event) (pipe.Result, error) {
+	return pipe.Result{}, nil
+}
+func (a *appender) AppendsPayloads()        {}
+func (a *appender) FollowConcurrency(n int) { a.followed = append(a.followed, n) }
+
+func TestWrapKeepsTheAbilitiesOfItsTarget(t *testing.T) {
+	a := &appender{}
+	w := Wrap(a, Policy{}, Options{})
+	if _, ok := w.(pipe.PayloadAppender); !ok {
+		t.Error("the wrapper of a PayloadAppender is not one: its pipe would encode every record before the call")
+	}
+	f, ok := w.(pipe.ConcurrencyFollower)
+	if !ok {
+		t.Fatal("the wrapper does not forward the concurrency")
+	}
+	f.FollowConcurrency(7)
+	if len(a.followed) != 1 || a.followed[0] != 7 {
+		t.Errorf("the target was told %v, want [7]", a.followed)
+	}
+	plain := Wrap(pipe.TargetFunc(func(context.Context, []*pipe.Event) (pipe.Result, error) { return pipe.Result{}, nil }), Policy{}, Options{})
+	if _, ok := plain.(pipe.PayloadAppender); ok {
+		t.Error("the wrapper of an ordinary target claims PayloadAppender")
+	}
+}
