@@ -42,9 +42,9 @@ func objectPath(body string) bool {
 }
 
 // lintTemplate warns on an input template that AWS renders without the
-// inner quotes of an object or array: a bare `<$.body>` (on a JSON body:
-// `{key: value}`), or such a placeholder inside a JSON string or free
-// text. pipes renders them as JSON (its documented behaviour, which files
+// inner quotes of an object or array: such a placeholder inside a JSON
+// string or free text (a template that is just `<$.body>` is pipes' way
+// to forward a body and gets no warning, although AWS de-quotes it too). pipes renders them as JSON (its documented behaviour, which files
 // rely on), so the same file would behave differently in AWS; the warning
 // gives the form that yields the same JSON in both.
 func (d *decoder) lintTemplate(pos Pos, field, src string) {
@@ -75,7 +75,9 @@ func (d *decoder) lintTemplate(pos Pos, field, src string) {
 		}
 		switch {
 		case trimmed == ph:
-			d.warnf(pos, field, "%s alone forwards a JSON body as it is here, but AWS renders it without its inner quotes ({key: value}); for the same JSON in both write {\"data\": %s}", ph, ph)
+			// A template that is one placeholder forwards the value as
+			// JSON here (pipes' way to forward a body); AWS de-quotes it,
+			// so nobody relies on that there. No warning.
 		case looksJSON && inStr:
 			d.warnf(pos, field, "\"%s\" is inside a JSON string: an object or array there is escaped JSON text here, but AWS renders it without its inner quotes ({key: value}); for the same JSON in both leave the quotes out: {\"data\": %s}", ph, ph)
 		case !looksJSON:
