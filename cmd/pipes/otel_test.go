@@ -12,71 +12,10 @@ import (
 	"sync"
 	"testing"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
+
+	"github.com/pipesproject/pipes/internal/tracing/otlptest"
 )
-
-// otlpReceiver is an in-process OTLP/HTTP trace receiver: it accepts POST
-// /v1/traces with a protobuf ExportTraceServiceRequest, as a collector does.
-type otlpReceiver struct {
-	mu       sync.Mutex
-	spans    []*tracepb.Span
-	services []string
-	paths    []string
-}
-
-func newOTLPReceiver(t *testing.T) (*otlpReceiver, *httptest.Server) {
-	t.Helper()
-	rcv := &otlpReceiver{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rcv.mu.Lock()
-		rcv.paths = append(rcv.paths, r.Method+" "+r.URL.Path)
-		rcv.mu.Unlock()
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/traces" {
-			http.NotFound(w, r)
-			return
-		}
-		if ct := r.Header.Get("Content-Type"); ct != "application/x-protobuf" {
-			http.Error(w, "content type "+ct, http.StatusUnsupportedMediaType)
-			return
-		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(body, &req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		rcv.mu.Lock()
-		for _, rs := range req.GetResourceSpans() {
-			for _, a := range rs.GetResource().GetAttributes() {
-				if a.GetKey() == "service.name" {
-					rcv.services = append(rcv.services, a.GetValue().GetStringValue())
-				}
-			}
-			for _, ss := range rs.GetScopeSpans() {
-				rcv.spans = append(rcv.spans, ss.GetSpans()...)
-			}
-		}
-		rcv.mu.Unlock()
-		answer, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		_, _ = w.Write(answer)
-	}))
-	t.Cleanup(srv.Close)
-	return rcv, srv
-}
-
-func (r *otlpReceiver) snapshot() ([]*tracepb.Span, []string, []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]*tracepb.Span(nil), r.spans...), append([]string(nil), r.services...), append([]string(nil), r.paths...)
-}
 
 // headerRecorder is an HTTP endpoint that records the traceparent of each
 // request and answers with the request's body (an echo enrichment, or a
@@ -101,15 +40,6 @@ func (h *headerRecorder) seen() []string {
 	return append([]string(nil), h.traceparents...)
 }
 
-func attrOf(attrs []*commonpb.KeyValue, key string) (*commonpb.AnyValue, bool) {
-	for _, a := range attrs {
-		if a.GetKey() == key {
-			return a.GetValue(), true
-		}
-	}
-	return nil, false
-}
-
 // TestRunExportsABatchSpanPerBatchWithStagesLinksAndTraceparent runs
 // `pipes run --otlp-endpoint` on a memory queue (no server needed: the
 // memory source keeps message attributes as SQS does) through a filter, an
@@ -119,7 +49,7 @@ func attrOf(attrs []*commonpb.KeyValue, key string) (*commonpb.AnyValue, bool) {
 // message that carried a traceparent, and the enrichment's and target's
 // requests carrying their own span's traceparent.
 func TestRunExportsABatchSpanPerBatchWithStagesLinksAndTraceparent(t *testing.T) {
-	rcv, collector := newOTLPReceiver(t)
+	rcv := otlptest.Start(t)
 	enrichment, target := &headerRecorder{}, &headerRecorder{}
 	enrichSrv := httptest.NewServer(enrichment)
 	defer enrichSrv.Close()
@@ -163,12 +93,12 @@ target:
 		t.Fatal(err)
 	}
 
-	code, _, stderr := runCLI(t, "run", "--drain", "--metrics-addr", "", "-f", file, "--otlp-endpoint", collector.URL)
+	code, _, stderr := runCLI(t, "run", "--drain", "--metrics-addr", "", "-f", file, "--otlp-endpoint", rcv.URL)
 	if code != 0 {
 		t.Fatalf("pipes run exited %d:\n%s", code, stderr)
 	}
 	// The spans were flushed before pipes run returned.
-	spans, services, paths := rcv.snapshot()
+	spans, services, paths := rcv.Spans(), rcv.Services(), rcv.Requests()
 	if len(spans) == 0 {
 		t.Fatalf("the receiver got no span (requests: %v); stderr:\n%s", paths, stderr)
 	}
@@ -195,18 +125,18 @@ target:
 		if b.GetKind() != tracepb.Span_SPAN_KIND_CONSUMER || len(b.GetParentSpanId()) != 0 {
 			t.Errorf("batch span: kind %v, parent %x; want a consumer root", b.GetKind(), b.GetParentSpanId())
 		}
-		if v, _ := attrOf(b.GetAttributes(), "pipes.pipe"); v.GetStringValue() != "traced" {
+		if v, _ := otlptest.Attr(b.GetAttributes(), "pipes.pipe"); v.GetStringValue() != "traced" {
 			t.Errorf("batch span pipes.pipe = %v, want traced", v)
 		}
 		for _, k := range []string{"messaging.batch.message_count", "pipes.messages.delivered", "pipes.messages.filtered", "pipes.messages.failed", "pipes.messages.released"} {
-			v, ok := attrOf(b.GetAttributes(), k)
+			v, ok := otlptest.Attr(b.GetAttributes(), k)
 			if !ok {
 				t.Errorf("batch span has no %s", k)
 			}
 			counts[k] += v.GetIntValue()
 		}
 		for _, l := range b.GetLinks() {
-			id, _ := attrOf(l.GetAttributes(), "messaging.message.id")
+			id, _ := otlptest.Attr(l.GetAttributes(), "messaging.message.id")
 			links[id.GetStringValue()] = hex.EncodeToString(l.GetTraceId()) + "-" + hex.EncodeToString(l.GetSpanId())
 		}
 	}
@@ -314,8 +244,8 @@ func TestRunWithoutAnEndpointExportsNothingAndSendsNoTraceparent(t *testing.T) {
 // TestRunTakesTheEndpointFromTheStandardVariable: OTEL_EXPORTER_OTLP_ENDPOINT
 // alone turns tracing on, spans going to its /v1/traces.
 func TestRunTakesTheEndpointFromTheStandardVariable(t *testing.T) {
-	rcv, collector := newOTLPReceiver(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	rcv := otlptest.Start(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
 	t.Setenv("OTEL_SERVICE_NAME", "orders-pipes")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(`{"body": "a"}`+"\n"), 0o600); err != nil {
@@ -329,7 +259,7 @@ func TestRunTakesTheEndpointFromTheStandardVariable(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("pipes run exited %d:\n%s", code, stderr)
 	}
-	spans, services, paths := rcv.snapshot()
+	spans, services, paths := rcv.Spans(), rcv.Services(), rcv.Requests()
 	names := map[string]bool{}
 	for _, s := range spans {
 		names[s.GetName()] = true
