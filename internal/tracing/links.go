@@ -1,7 +1,9 @@
 package tracing
 
 import (
+	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 
 	"go.opentelemetry.io/otel/trace"
@@ -98,8 +100,12 @@ func lowerHex(s string) ([]byte, bool) {
 
 // producerContext is the trace context a message carries: its
 // traceparent message attribute (a String), else its AWSTraceHeader
-// system attribute; false when it has neither, valid.
+// system attribute, or for a RabbitMQ record its traceparent header (a
+// string); false when it has none, valid.
 func producerContext(m *pipe.Message) (trace.SpanContext, bool) {
+	if m.Record != nil {
+		return recordContext(m.Record)
+	}
 	if a, ok := m.MessageAttributes[AttrTraceparent]; ok && a.StringValue != nil {
 		if sc, ok := ParseTraceparent(*a.StringValue); ok {
 			return sc, true
@@ -109,4 +115,40 @@ func producerContext(m *pipe.Message) (trace.SpanContext, bool) {
 		return ParseXRay(h)
 	}
 	return trace.SpanContext{}, false
+}
+
+// recordContext reads the traceparent header of a Pipes RabbitMQ record
+// (basicProperties.headers.traceparent: the bytes of an AMQP string, as
+// Pipes shows them, or a JSON string).
+func recordContext(r *pipe.Record) (trace.SpanContext, bool) {
+	props, ok := r.Field("basicProperties")
+	if !ok || !bytes.Contains(props, []byte(AttrTraceparent)) {
+		return trace.SpanContext{}, false // most records: no JSON decoding
+	}
+	var p struct {
+		Headers map[string]json.RawMessage `json:"headers"`
+	}
+	if err := json.Unmarshal(props, &p); err != nil {
+		return trace.SpanContext{}, false
+	}
+	raw := p.Headers[AttrTraceparent]
+	var tp string
+	if err := json.Unmarshal(raw, &tp); err == nil {
+		return ParseTraceparent(tp)
+	}
+	// Pipes shows an AMQP string header as its bytes: {"bytes":[48,48,…]}.
+	var arr struct {
+		Bytes []int `json:"bytes"`
+	}
+	if err := json.Unmarshal(raw, &arr); err != nil || len(arr.Bytes) > 64 {
+		return trace.SpanContext{}, false
+	}
+	text := make([]byte, 0, len(arr.Bytes))
+	for _, c := range arr.Bytes {
+		if c < 0 || c > 255 {
+			return trace.SpanContext{}, false
+		}
+		text = append(text, byte(c))
+	}
+	return ParseTraceparent(string(text))
 }

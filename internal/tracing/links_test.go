@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -96,6 +97,18 @@ func TestProducerContextPrefersTheTraceparentAttribute(t *testing.T) {
 		{"a binary traceparent attribute is not read", &pipe.Message{MessageAttributes: map[string]pipe.MessageAttribute{
 			"traceparent": {DataType: "Binary", BinaryValue: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")}}}, false, ""},
 		{"neither", &pipe.Message{}, false, ""},
+		{"a RabbitMQ record's traceparent header", &pipe.Message{Record: &pipe.Record{Fields: []pipe.RecordField{
+			{Name: "basicProperties", Value: []byte(`{"contentType":null,"headers":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}`)}}}},
+			true, "0af7651916cd43dd8448eb211c80319c"},
+		{"a RabbitMQ record's traceparent header as Pipes shows an AMQP string", &pipe.Message{Record: &pipe.Record{Fields: []pipe.RecordField{
+			{Name: "basicProperties", Value: []byte(`{"headers":{"traceparent":{"bytes":` + bytesJSON("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01") + `}}}`)}}}},
+			true, "0af7651916cd43dd8448eb211c80319c"},
+		{"a RabbitMQ record whose traceparent bytes are out of range", &pipe.Message{Record: &pipe.Record{Fields: []pipe.RecordField{
+			{Name: "basicProperties", Value: []byte(`{"headers":{"traceparent":{"bytes":[300]}}}`)}}}}, false, ""},
+		{"a RabbitMQ record without headers", &pipe.Message{Record: &pipe.Record{Fields: []pipe.RecordField{
+			{Name: "basicProperties", Value: []byte(`{"contentType":null,"headers":null}`)}}}}, false, ""},
+		{"a RabbitMQ record whose traceparent is no string", &pipe.Message{Record: &pipe.Record{Fields: []pipe.RecordField{
+			{Name: "basicProperties", Value: []byte(`{"headers":{"traceparent":42}}`)}}}}, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,4 +201,13 @@ func FuzzParseXRay(f *testing.F) {
 			t.Fatalf("accepted %q as an invalid span context", s)
 		}
 	})
+}
+
+// bytesJSON is s as a JSON array of its byte values.
+func bytesJSON(s string) string {
+	parts := make([]string, len(s))
+	for i := 0; i < len(s); i++ {
+		parts[i] = strconv.Itoa(int(s[i]))
+	}
+	return "[" + strings.Join(parts, ",") + "]"
 }
