@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/pipesproject/pipes/internal/tracing/otlptest"
 )
@@ -294,4 +295,68 @@ func keysOf[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestSecretsNeverAppearInSpans: a target that echoes the Authorization
+// header (a secret from the environment) in its 401 and 500 answers fails
+// the batch; the spans the receiver got say it failed, with the status,
+// and hold the secret nowhere (names, attributes, status, events, links),
+// nor do the JSON logs, which give Pipes' error object with the status.
+func TestSecretsNeverAppearInSpans(t *testing.T) {
+	const secret = "s3cr3t-T0KEN-for-spans"
+	t.Setenv("PIPES_TEST_SPAN_SECRET", secret)
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "denied for "+r.Header.Get("Authorization"), http.StatusUnauthorized)
+	}))
+	defer echo.Close()
+	rcv := otlptest.Start(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(`{"body": {"n": 1}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "pipeline.yaml")
+	yaml := fmt.Sprintf(`name: secretive
+source: {type: memory, preload: in.jsonl, wait_time: 0s, visibility_timeout: 1s, redrive_policy: {max_receive_count: 1, dead_letter_queue: dlq}}
+target:
+  type: http
+  url: %s
+  headers: {Authorization: "Bearer ${PIPES_TEST_SPAN_SECRET}"}
+logging: {level: trace, include_execution_data: true}
+`, echo.URL)
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "run", "--drain", "--metrics-addr", "", "--log-format", "json", "-f", file, "--otlp-endpoint", rcv.URL)
+	if code != 0 {
+		t.Fatalf("pipes run exited %d:\n%s", code, stderr)
+	}
+	spans := rcv.Spans()
+	failedTarget := false
+	for _, s := range spans {
+		text, err := protojsonText(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(text, secret) || strings.Contains(text, "T0KEN") {
+			t.Errorf("span %q holds the secret: %s", s.GetName(), text)
+		}
+		if s.GetName() == "target" && s.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR && strings.Contains(s.GetStatus().GetMessage(), "401") {
+			failedTarget = true
+		}
+	}
+	if !failedTarget {
+		t.Errorf("no target span with an error status naming the 401 among %d spans", len(spans))
+	}
+	if strings.Contains(stderr, secret) {
+		t.Errorf("the logs hold the secret:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, `"error":{"httpStatusCode":401,"message":"`) {
+		t.Errorf("the JSON logs give no Pipes error object with the status:\n%s", stderr)
+	}
+}
+
+// protojsonText is the span's whole content as text, for searching.
+func protojsonText(s *tracepb.Span) (string, error) {
+	b, err := protojson.Marshal(s)
+	return string(b), err
 }
