@@ -2,6 +2,9 @@ package pipe
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -52,5 +55,41 @@ func BenchmarkExecutionIDPerBatch(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = e.begin(ctx, 10)
+	}
+}
+
+// awsLikeError answers as the AWS SDK's operation and response errors do.
+type awsLikeError struct{}
+
+func (awsLikeError) Error() string {
+	return "operation SendMessage: https response error StatusCode: 400, RequestID: r-1"
+}
+func (awsLikeError) Service() string          { return "SQS" }
+func (awsLikeError) ServiceRequestID() string { return "r-1" }
+func (awsLikeError) HTTPStatusCode() int      { return 400 }
+
+func TestLogErrorIsPipesErrorObjectInJSONAndItsMessageInText(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		json string
+	}{
+		{"a plain error", errors.New("connection refused"), `{"message":"connection refused"}`},
+		{"an AWS call's error, wrapped", fmt.Errorf("sending: %w", awsLikeError{}),
+			`{"httpStatusCode":400,"message":"sending: operation SendMessage: https response error StatusCode: 400, RequestID: r-1","awsService":"SQS","requestId":"r-1"}`},
+		{"a permanent error keeps what it wraps", Permanent(awsLikeError{}),
+			`{"httpStatusCode":400,"message":"operation SendMessage: https response error StatusCode: 400, RequestID: r-1","awsService":"SQS","requestId":"r-1"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(logError{tt.err})
+			if err != nil || string(b) != tt.json {
+				t.Errorf("JSON %s, %v; want %s", b, err, tt.json)
+			}
+			text, _ := logError{tt.err}.MarshalText()
+			if string(text) != tt.err.Error() {
+				t.Errorf("text %q, want %q", text, tt.err.Error())
+			}
+		})
 	}
 }
