@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/url"
+	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel"
 
+	"github.com/pipesproject/pipes/internal/httpcore"
 	"github.com/pipesproject/pipes/internal/tracing"
 	"github.com/pipesproject/pipes/pipe"
 )
@@ -34,9 +38,12 @@ func (f otelFlags) start(ctx context.Context, log *slog.Logger) (pipe.Tracer, fu
 		return nil, func() {}, nil
 	}
 	// The SDK reports failed exports through its error handler: they are
-	// logged, never fatal (the pipes go on without traces).
+	// logged, never fatal (the pipes go on without traces). Their texts
+	// quote the endpoint URL and the collector's answer: the URLs'
+	// credentials and the OTLP header values are redacted.
+	secrets := exportSecrets(f.endpoint, os.Getenv)
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		log.Warn("trace export failed", "error", err)
+		log.Warn("trace export failed", "error", secrets.Redact(err.Error()))
 	}))
 	p, err := tracing.New(ctx, cfg)
 	if err != nil {
@@ -47,7 +54,7 @@ func (f otelFlags) start(ctx context.Context, log *slog.Logger) (pipe.Tracer, fu
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), traceFlushTimeout)
 		defer cancel()
 		if err := p.Shutdown(ctx); err != nil {
-			log.Warn("traces not all exported at exit", "error", err)
+			log.Warn("traces not all exported at exit", "error", secrets.Redact(err.Error()))
 		}
 	}, nil
 }
@@ -62,4 +69,24 @@ func moduleVersion() string {
 		return info.Main.Version
 	}
 	return ""
+}
+
+// exportSecrets are the values trace export errors must not show: the
+// userinfo and query values of the endpoint URLs, the values of the OTLP
+// header variables (key=value,… with URL-encoded values).
+func exportSecrets(endpoint string, getenv func(string) string) *httpcore.Secrets {
+	var values []string
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		for kv := range strings.SplitSeq(getenv(name), ",") {
+			_, v, ok := strings.Cut(kv, "=")
+			if v = strings.TrimSpace(v); !ok || v == "" {
+				continue
+			}
+			values = append(values, v)
+			if dec, err := url.QueryUnescape(v); err == nil && dec != v {
+				values = append(values, dec)
+			}
+		}
+	}
+	return httpcore.NewSecrets(values, endpoint, getenv(tracing.EnvEndpoint), getenv(tracing.EnvTracesEndpoint))
 }

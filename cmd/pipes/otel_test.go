@@ -360,3 +360,38 @@ func protojsonText(s *tracepb.Span) (string, error) {
 	b, err := protojson.Marshal(s)
 	return string(b), err
 }
+
+// TestTraceExportFailuresAreLoggedWithoutTheCollectorsCredentials: a
+// collector that refuses every export and echoes the request's
+// Authorization header (from OTEL_EXPORTER_OTLP_HEADERS) makes the run log
+// the failure at warn level, the header value redacted, and the pipe still
+// delivers (exit 0).
+func TestTraceExportFailuresAreLoggedWithoutTheCollectorsCredentials(t *testing.T) {
+	const secret = "otlp-K3Y-do-not-leak"
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20"+secret)
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no: "+r.Header.Get("Authorization"), http.StatusForbidden)
+	}))
+	defer collector.Close()
+	target := &headerRecorder{}
+	srv := httptest.NewServer(target)
+	defer srv.Close()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(`{"body": "a"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(file, []byte("name: refused\nsource: {type: memory, preload: in.jsonl, wait_time: 0s}\ntarget: {type: http, url: "+srv.URL+"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "run", "--drain", "--metrics-addr", "", "-f", file, "--otlp-endpoint", collector.URL)
+	if code != 0 || len(target.seen()) != 1 {
+		t.Fatalf("exit %d, %d target requests; want 0 and 1:\n%s", code, len(target.seen()), stderr)
+	}
+	if !strings.Contains(stderr, "403") || !strings.Contains(stderr, "level=WARN") {
+		t.Errorf("the refused export is not logged as a warning:\n%s", stderr)
+	}
+	if strings.Contains(stderr, secret) || strings.Contains(stderr, "K3Y") {
+		t.Errorf("the logs hold the collector's credential:\n%s", stderr)
+	}
+}
