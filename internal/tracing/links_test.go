@@ -211,3 +211,18 @@ func bytesJSON(s string) string {
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }
+
+// FuzzRecordContext: any basicProperties JSON of a RabbitMQ record is read
+// without panicking, and what is accepted is a valid span context.
+func FuzzRecordContext(f *testing.F) {
+	f.Add(`{"headers":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}`)
+	f.Add(`{"headers":{"traceparent":{"bytes":[48,48,45]}}}`)
+	f.Add(`{"headers":{"traceparent":{"bytes":[-1,999]}}}`)
+	f.Add(`{"headers":null}`)
+	f.Fuzz(func(t *testing.T, props string) {
+		r := &pipe.Record{Fields: []pipe.RecordField{{Name: "basicProperties", Value: []byte(props)}}}
+		if sc, ok := recordContext(r); ok && !sc.IsValid() {
+			t.Fatalf("accepted %q as an invalid span context", props)
+		}
+	})
+}
