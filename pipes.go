@@ -54,6 +54,9 @@ type Env struct {
 	// JSON line per record on Stdout) and deletes nothing: the messages are
 	// kept hidden while the pipes run and released when they stop.
 	DryRun bool
+	// Tracer, when set, gives every batch of every pipe a span
+	// (internal/tracing's OpenTelemetry one; nil: no tracing).
+	Tracer pipe.Tracer
 
 	outMu *sync.Mutex
 }
@@ -323,6 +326,7 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 		Logger:                env.Logger,
 		LogLevel:              s.Logging.Level,
 		IncludeExecutionData:  s.Logging.IncludeExecutionData,
+		Tracer:                env.Tracer,
 	}
 	if s.Target.Type == "http" { // the targets whose calls have a timeout
 		opt.TargetTimeout = s.Target.Timeout

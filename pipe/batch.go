@@ -51,6 +51,8 @@ type verdict struct {
 // (panics included).
 func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool) {
 	start := time.Now()
+	ctx = p.exec.begin(ctx, len(batch))
+	ctx, span := p.startBatchSpan(ctx, batch)
 	v := make([]verdict, len(batch))
 	var targetErr error
 	defer func() {
@@ -64,7 +66,10 @@ func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool) {
 			}
 			targetErr = err
 		}
-		p.settleBatch(ctx, batch, v, targetErr, start, probe)
+		sctx, endSettle := p.stage(ctx, "settle")
+		p.settleBatch(sctx, batch, v, targetErr, start, probe)
+		endSettle(nil)
+		endBatchSpan(span, v, targetErr)
 	}()
 	targetErr = p.process(ctx, batch, v)
 }
@@ -75,6 +80,7 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 	byID := make(map[string][]int, len(batch))
 	events := make([]*Event, 0, len(batch))
 	split := false
+	endFilter := p.filterStage(ctx)
 	for i, d := range batch {
 		m := d.Message
 		if m.UnwrapErr != nil {
@@ -106,6 +112,7 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 		byID[m.MessageID] = append(byID[m.MessageID], i)
 		v[i] = p.splitEvents(ctx, m, &events)
 	}
+	endFilter(nil)
 	if split { // a failed record fails its message: drop its other records
 		kept := events[:0]
 		for _, ev := range events {
@@ -130,7 +137,9 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 		return o
 	}
 	if p.opt.Enricher != nil && len(events) > 0 {
-		out, res, err := p.opt.Enricher.Enrich(ctx, events)
+		ectx, endEnrich := p.stage(ctx, "enrichment")
+		out, res, err := p.opt.Enricher.Enrich(ectx, events)
+		endEnrich(err)
 		if err != nil {
 			for _, ev := range events {
 				fail(ev.ID(), "enrichment", err, shutdownOr(FailedRetry))
@@ -191,7 +200,9 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 	p.met.batches.Inc()
 	p.exec.invoking(ctx, events)
 	t0 := time.Now()
-	res, err := p.opt.Target.Deliver(ctx, events)
+	tctx, endTarget := p.stage(ctx, "target")
+	res, err := p.opt.Target.Deliver(tctx, events)
+	endTarget(err)
 	p.met.targetDuration.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		for _, ev := range events {
@@ -485,7 +496,7 @@ func (e execLog) invoking(ctx context.Context, events []*Event) {
 		return
 	}
 	for _, ev := range events {
-		attrs := []any{"message_id", ev.ID(), "receive_count", ev.Message.ReceiveCount()}
+		attrs := e.step(ctx, stepTargetInvocationStarted, "message_id", ev.ID(), "receive_count", ev.Message.ReceiveCount())
 		if e.payload {
 			attrs = append(attrs, "payload", string(ev.PayloadBytes()))
 		}
@@ -497,20 +508,27 @@ func (e execLog) itemFailed(ctx context.Context, m *Message, stage string, err e
 	if e.level < levelError {
 		return
 	}
-	e.log.Log(ctx, slog.LevelError, "message failed", "message_id", m.MessageID, "stage", stage,
-		"receive_count", m.ReceiveCount(), "error", err)
+	e.log.Log(ctx, slog.LevelError, "message failed", e.step(ctx, stepOfFailure(stage), "message_id", m.MessageID, "stage", stage,
+		"receive_count", m.ReceiveCount(), "error", logError{err})...)
 }
 
 func (e execLog) batchFailed(ctx context.Context, n int, err error) {
 	if e.level < levelError {
 		return
 	}
-	e.log.Log(ctx, slog.LevelError, "batch failed", "messages", n, "error", err)
+	e.log.Log(ctx, slog.LevelError, "batch failed", e.step(ctx, stepExecutionFailed, "messages", n, "error", logError{err})...)
 }
 
 func (e execLog) batchDone(ctx context.Context, n, ok, failed int, took time.Duration) {
 	if e.level < levelInfo {
 		return
 	}
-	e.log.Log(ctx, slog.LevelInfo, "batch done", "messages", n, "settled_ok", ok, "failed", failed, "duration", took.String())
+	step := stepExecutionSucceeded
+	switch {
+	case failed > 0 && failed == n:
+		step = stepExecutionFailed
+	case failed > 0:
+		step = stepExecutionPartiallyFailed
+	}
+	e.log.Log(ctx, slog.LevelInfo, "batch done", e.step(ctx, step, "messages", n, "settled_ok", ok, "failed", failed, "duration", took.String())...)
 }

@@ -150,6 +150,9 @@ type Options struct {
 	LogLevel string
 	// IncludeExecutionData adds payloads to trace logs.
 	IncludeExecutionData bool
+	// Tracer, when set, gives every batch a span with a child per stage
+	// (trace.go); nil: no tracing, at no cost.
+	Tracer Tracer
 }
 
 // Pipe moves messages from a source to a target. Create it with New and

@@ -38,6 +38,7 @@ type runFlags struct {
 	maxInflightBytes int64
 	ui               uiFlags // ui.go
 	watch            bool
+	otel             otelFlags // otel.go
 }
 
 func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
@@ -61,6 +62,7 @@ func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
 	fl.BoolVar(&f.dryRun, "dry-run", false, "call no target and delete nothing: print what each target would get, keep the messages hidden while running and release them at exit")
 	fl.Int64Var(&f.maxInflightBytes, "max-inflight-bytes", 256<<20, "budget for the payload bytes of received, unsettled messages across all pipes (0: no limit); the process's memory is a small multiple of it")
 	f.ui.register(fl)
+	f.otel.register(fl)
 	fl.BoolVar(&f.watch, "watch", false, "reload the pipeline files when they change (as SIGHUP does): changed pipes are drained and started again, the others keep running")
 	return cmd
 }
@@ -133,6 +135,12 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 		Drain:           f.drain,
 		DryRun:          f.dryRun,
 	}
+	tracer, flushTraces, err := f.otel.start(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces()
+	env.Tracer = tracer
 	built, err := reg.Build(ctx, specs, env)
 	if err != nil {
 		return usageErr(err)

@@ -23,9 +23,9 @@ import (
 func Failure(status int, snippet string) error {
 	// The status text is ours, not the server's reason phrase, which could
 	// echo anything.
-	statusErr := fmt.Errorf("answered %d %s", status, http.StatusText(status))
+	var statusErr error = &StatusError{Status: status, err: fmt.Errorf("answered %d %s", status, http.StatusText(status))}
 	if snippet != "" {
-		statusErr = fmt.Errorf("answered %d %s: %q", status, http.StatusText(status), snippet)
+		statusErr = &StatusError{Status: status, err: fmt.Errorf("answered %d %s: %q", status, http.StatusText(status), snippet)}
 	}
 	switch {
 	case status == http.StatusTooManyRequests:
@@ -39,6 +39,20 @@ func Failure(status int, snippet string) error {
 		return pipe.Permanent(statusErr)
 	}
 }
+
+// StatusError is the error of a non-2xx answer: its text says the status
+// (and quotes the start of the answer); HTTPStatusCode gives the status to
+// logs (Pipes' error.httpStatusCode) through errors.As.
+type StatusError struct {
+	// Status is the answer's HTTP status.
+	Status int
+	err    error
+}
+
+func (e *StatusError) Error() string { return e.err.Error() }
+
+// HTTPStatusCode is the answer's status.
+func (e *StatusError) HTTPStatusCode() int { return e.Status }
 
 func isControl(r rune) bool { return unicode.IsControl(r) }
 

@@ -316,7 +316,7 @@ func (c *Client) do(ctx context.Context, req Request) (int, []byte, error) {
 		// Its text would quote the URL, query included.
 		return 0, nil, pipe.Permanent(errors.New("building the request failed: the url is not valid"))
 	}
-	hr.Header = c.headerFor(req)
+	hr.Header = c.headerFor(req, traceparent(ctx))
 	if c.host != "" {
 		hr.Host = c.host
 	}
@@ -397,8 +397,10 @@ func readAnswer(resp *http.Response) ([]byte, error) {
 }
 
 // headerFor returns the header of req: the client's own, shared, unless
-// the request adds values to it.
-func (c *Client) headerFor(req Request) http.Header {
+// the request adds values to it or tp, the W3C traceparent of the span in
+// the request's context, is to be sent ("" for none). A traceparent that
+// the configuration or the request sets is sent instead of tp.
+func (c *Client) headerFor(req Request, tp string) http.Header {
 	h := c.header
 	ct := "" // a Content-Type still to set
 	if req.ContentType != "" && c.typed != nil {
@@ -408,12 +410,18 @@ func (c *Client) headerFor(req Request) http.Header {
 			ct = req.ContentType
 		}
 	}
-	if len(req.Header) == 0 && ct == "" && !c.ownHeaders {
+	if tp != "" && h.Get(headerTraceparent) != "" {
+		tp = "" // configured: the user's choice
+	}
+	if len(req.Header) == 0 && ct == "" && tp == "" && !c.ownHeaders {
 		return h
 	}
 	h = h.Clone()
 	if ct != "" {
 		h.Set("Content-Type", ct)
+	}
+	if tp != "" {
+		h.Set(headerTraceparent, tp)
 	}
 	for _, kv := range req.Header {
 		h.Set(kv[0], kv[1])

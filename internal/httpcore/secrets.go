@@ -166,9 +166,13 @@ var kept = []error{pipe.ErrMalformedAnswer, ErrAnswerTooLarge, context.Canceled,
 
 // redactedError stands for an error whose text held a secret.
 type redactedError struct {
-	text string
-	is   []error
+	text   string
+	is     []error
+	status int // the answer's HTTP status, 0 when none
 }
+
+// HTTPStatusCode is the status of the answer the error was about (0: none).
+func (e *redactedError) HTTPStatusCode() int { return e.status }
 
 func (e *redactedError) Error() string { return e.text }
 
@@ -185,6 +189,12 @@ func (s *Secrets) Error(err error) error {
 		return err
 	}
 	r := &redactedError{text: s.Redact(err.Error())}
+	if se, ok := errors.AsType[interface {
+		error
+		HTTPStatusCode() int
+	}](err); ok {
+		r.status = se.HTTPStatusCode()
+	}
 	for _, k := range kept {
 		if errors.Is(err, k) {
 			r.is = append(r.is, k)

@@ -1,0 +1,106 @@
+package pipe
+
+import (
+	"context"
+)
+
+// Tracer starts the spans of a pipe's batches (Options.Tracer). It is
+// optional: with none set the runtime starts no span and allocates
+// nothing for tracing. Implementations (internal/tracing's OpenTelemetry
+// one) must be safe for concurrent use: every batch of every pipe calls
+// StartBatch from its own goroutine. A Tracer never settles or changes a
+// message.
+type Tracer interface {
+	// StartBatch starts the span of one batch of the named pipe and
+	// returns a context carrying it, handed to the batch's stages (so an
+	// http target or enrichment sends its traceparent). It does not
+	// block.
+	StartBatch(ctx context.Context, pipe string, batch []*Delivery) (context.Context, BatchSpan)
+}
+
+// BatchSpan is the span of one batch, from StartBatch. Its methods are
+// called by the batch's goroutine only.
+type BatchSpan interface {
+	// Stage starts the child span of a stage of the batch ("filter",
+	// "enrichment", "target", "settle") and returns a context carrying it
+	// and the function that ends it with the stage's error (nil: it went
+	// well; per-item failures are in the batch's outcome counts).
+	Stage(ctx context.Context, name string) (context.Context, func(err error))
+	// End ends the batch span with what happened to its messages.
+	End(BatchOutcome)
+}
+
+// BatchOutcome counts what happened to the messages of a batch, for its
+// span.
+type BatchOutcome struct {
+	// Messages is the batch's size.
+	Messages int
+	// Delivered, Filtered, Failed and Released count the messages by
+	// outcome (Succeeded, Filtered, FailedRetry, Released).
+	Delivered, Filtered, Failed, Released int
+	// Err is the batch's whole error (the enrichment's or the target's
+	// call failed), if any.
+	Err error
+}
+
+// batchSpanKey is the context key of the batch span, for the stages.
+type batchSpanKey struct{}
+
+// startBatchSpan starts the batch's span when the pipe has a Tracer;
+// otherwise it returns ctx and nil at no cost.
+func (p *Pipe) startBatchSpan(ctx context.Context, batch []*Delivery) (context.Context, BatchSpan) {
+	if p.opt.Tracer == nil {
+		return ctx, nil
+	}
+	ctx, span := p.opt.Tracer.StartBatch(ctx, p.opt.Name, batch)
+	if span == nil {
+		return ctx, nil
+	}
+	return context.WithValue(ctx, batchSpanKey{}, span), span
+}
+
+// stage starts the span of a stage of the batch in ctx; without tracing it
+// returns ctx and a function that does nothing, allocating nothing.
+func (p *Pipe) stage(ctx context.Context, name string) (context.Context, func(error)) {
+	if p.opt.Tracer == nil {
+		return ctx, noStage
+	}
+	span, _ := ctx.Value(batchSpanKey{}).(BatchSpan)
+	if span == nil {
+		return ctx, noStage
+	}
+	return span.Stage(ctx, name)
+}
+
+func noStage(error) {}
+
+// endBatchSpan ends span (nil: none) with the counts of the verdicts.
+func endBatchSpan(span BatchSpan, v []verdict, err error) {
+	if span == nil {
+		return
+	}
+	o := BatchOutcome{Messages: len(v), Err: err}
+	for _, x := range v {
+		switch x.outcome {
+		case Succeeded:
+			o.Delivered++
+		case Filtered:
+			o.Filtered++
+		case Released:
+			o.Released++
+		default:
+			o.Failed++
+		}
+	}
+	span.End(o)
+}
+
+// filterStage starts the filter stage's span when the pipe has a filter
+// and a batch span; it returns the function that ends it.
+func (p *Pipe) filterStage(ctx context.Context) func(error) {
+	if p.opt.Filter == nil {
+		return noStage
+	}
+	_, end := p.stage(ctx, "filter")
+	return end
+}
