@@ -509,14 +509,14 @@ func (e execLog) itemFailed(ctx context.Context, m *Message, stage string, err e
 		return
 	}
 	e.log.Log(ctx, slog.LevelError, "message failed", e.step(ctx, stepOfFailure(stage), "message_id", m.MessageID, "stage", stage,
-		"receive_count", m.ReceiveCount(), "error", logError{err})...)
+		"receive_count", m.ReceiveCount(), "error", err, "pipesError", logError{err})...)
 }
 
 func (e execLog) batchFailed(ctx context.Context, n int, err error) {
 	if e.level < levelError {
 		return
 	}
-	e.log.Log(ctx, slog.LevelError, "batch failed", e.step(ctx, stepExecutionFailed, "messages", n, "error", logError{err})...)
+	e.log.Log(ctx, slog.LevelError, "batch failed", e.step(ctx, stepExecutionFailed, "messages", n, "error", err, "pipesError", logError{err})...)
 }
 
 func (e execLog) batchDone(ctx context.Context, n, ok, failed int, took time.Duration) {

@@ -2,7 +2,6 @@ package pipe
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
@@ -113,40 +112,34 @@ func executionID(ctx context.Context) string {
 	return string(b)
 }
 
-// logError is an error as the execution logs show it: in JSON, Pipes'
-// error object ({"message", "httpStatusCode", "awsService", "requestId"},
-// the last three when the error knows them); in text, its message.
+// logError is an error as Pipes' log schema gives it: the object
+// {"httpStatusCode", "message", "awsService", "requestId"} (message always,
+// the others when the error knows them). The execution logs give it under
+// the key pipesError beside the error string they always had (the key
+// `error`, which AWS uses for this object, is pipes' string: a contract).
 type logError struct{ err error }
 
-// MarshalText is the error's message.
-func (l logError) MarshalText() ([]byte, error) { return []byte(l.err.Error()), nil }
-
-// MarshalJSON is Pipes' error object.
-func (l logError) MarshalJSON() ([]byte, error) {
-	var o struct {
-		HTTPStatusCode int    `json:"httpStatusCode,omitempty"`
-		Message        string `json:"message"`
-		AWSService     string `json:"awsService,omitempty"`
-		RequestID      string `json:"requestId,omitempty"`
-	}
-	o.Message = l.err.Error()
+// LogValue is the object as a group: nested in JSON, dotted keys in text.
+func (l logError) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, 4)
 	if s, ok := errors.AsType[interface {
 		error
 		HTTPStatusCode() int
-	}](l.err); ok {
-		o.HTTPStatusCode = s.HTTPStatusCode()
+	}](l.err); ok && s.HTTPStatusCode() != 0 {
+		attrs = append(attrs, slog.Int("httpStatusCode", s.HTTPStatusCode()))
 	}
+	attrs = append(attrs, slog.String("message", l.err.Error()))
 	if s, ok := errors.AsType[interface {
 		error
 		Service() string
-	}](l.err); ok {
-		o.AWSService = s.Service()
+	}](l.err); ok && s.Service() != "" {
+		attrs = append(attrs, slog.String("awsService", s.Service()))
 	}
 	if s, ok := errors.AsType[interface {
 		error
 		ServiceRequestID() string
-	}](l.err); ok {
-		o.RequestID = s.ServiceRequestID()
+	}](l.err); ok && s.ServiceRequestID() != "" {
+		attrs = append(attrs, slog.String("requestId", s.ServiceRequestID()))
 	}
-	return json.Marshal(o)
+	return slog.GroupValue(attrs...)
 }

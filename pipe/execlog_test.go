@@ -115,9 +115,12 @@ func TestExecutionLogsCarryPipesLogSchemaFields(t *testing.T) {
 				}
 				switch msg {
 				case "message failed":
-					e, ok := l["error"].(map[string]any)
+					e, ok := l["pipesError"].(map[string]any)
 					if !ok || e["message"] != "answered 503 Service Unavailable" || e["httpStatusCode"] != float64(503) {
-						t.Errorf("message failed: error = %v, want Pipes' object with message and httpStatusCode 503", l["error"])
+						t.Errorf("message failed: pipesError = %v, want Pipes' object with message and httpStatusCode 503", l["pipesError"])
+					}
+					if s, _ := l["error"].(string); s != "answered 503 Service Unavailable" {
+						t.Errorf("message failed: error = %v, want the message as a string, as before", l["error"])
 					}
 					if l["messageType"] != "TargetInvocationFailed" || l["stage"] != "target" || l["message_id"] == "" {
 						t.Errorf("message failed: %v", l)

@@ -1,10 +1,13 @@
 package pipe
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 )
 
@@ -73,23 +76,36 @@ func TestLogErrorIsPipesErrorObjectInJSONAndItsMessageInText(t *testing.T) {
 		name string
 		err  error
 		json string
+		text string
 	}{
-		{"a plain error", errors.New("connection refused"), `{"message":"connection refused"}`},
+		{"a plain error", errors.New("connection refused"), `{"message":"connection refused"}`, `pipesError.message="connection refused"`},
 		{"an AWS call's error, wrapped", fmt.Errorf("sending: %w", awsLikeError{}),
-			`{"httpStatusCode":400,"message":"sending: operation SendMessage: https response error StatusCode: 400, RequestID: r-1","awsService":"SQS","requestId":"r-1"}`},
+			`{"httpStatusCode":400,"message":"sending: operation SendMessage: https response error StatusCode: 400, RequestID: r-1","awsService":"SQS","requestId":"r-1"}`,
+			`pipesError.httpStatusCode=400 pipesError.message="sending: operation SendMessage: https response error StatusCode: 400, RequestID: r-1" pipesError.awsService=SQS pipesError.requestId=r-1`},
 		{"a permanent error keeps what it wraps", Permanent(awsLikeError{}),
-			`{"httpStatusCode":400,"message":"operation SendMessage: https response error StatusCode: 400, RequestID: r-1","awsService":"SQS","requestId":"r-1"}`},
+			`{"httpStatusCode":400,"message":"operation SendMessage: https response error StatusCode: 400, RequestID: r-1","awsService":"SQS","requestId":"r-1"}`,
+			`pipesError.httpStatusCode=400`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := json.Marshal(logError{tt.err})
-			if err != nil || string(b) != tt.json {
-				t.Errorf("JSON %s, %v; want %s", b, err, tt.json)
+			var js, txt bytes.Buffer
+			slog.New(slog.NewJSONHandler(&js, nil)).Error("m", "error", tt.err, "pipesError", logError{tt.err})
+			if want := `"pipesError":` + tt.json + `}`; !strings.Contains(js.String(), want) {
+				t.Errorf("JSON line %s does not hold %s", js.String(), want)
 			}
-			text, _ := logError{tt.err}.MarshalText()
-			if string(text) != tt.err.Error() {
-				t.Errorf("text %q, want %q", text, tt.err.Error())
+			if want := `"error":` + strconvQuote(tt.err.Error()); !strings.Contains(js.String(), want) {
+				t.Errorf("JSON line %s does not keep the error string %s", js.String(), want)
+			}
+			slog.New(slog.NewTextHandler(&txt, nil)).Error("m", "pipesError", logError{tt.err})
+			if !strings.Contains(txt.String(), tt.text) {
+				t.Errorf("text line %s does not hold %s", txt.String(), tt.text)
 			}
 		})
 	}
+}
+
+// strconvQuote is s as a JSON string.
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

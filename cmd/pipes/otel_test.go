@@ -350,7 +350,7 @@ logging: {level: trace, include_execution_data: true}
 	if strings.Contains(stderr, secret) {
 		t.Errorf("the logs hold the secret:\n%s", stderr)
 	}
-	if !strings.Contains(stderr, `"error":{"httpStatusCode":401,"message":"`) {
+	if !strings.Contains(stderr, `"pipesError":{"httpStatusCode":401,"message":"`) {
 		t.Errorf("the JSON logs give no Pipes error object with the status:\n%s", stderr)
 	}
 }
