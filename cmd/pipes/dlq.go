@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +24,9 @@ type dlqFlags struct {
 	pipe     string
 	queueURL string
 	queue    string
+	region   string
+	profile  string
+	endpoint string
 }
 
 func (f *dlqFlags) register(cmd *cobra.Command) {
@@ -30,6 +35,21 @@ func (f *dlqFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.pipe, "pipe", "", "the pipe whose dead-letter queue to use when the files hold several")
 	fl.StringVar(&f.queueURL, "queue-url", "", "the dead-letter queue's URL (sqs sources; default: from the source queue's RedrivePolicy)")
 	fl.StringVar(&f.queue, "queue", "", "the dead-letter queue's name (rabbitmq sources; default: the one queue bound to the source queue's dead-letter exchange)")
+	fl.StringVar(&f.region, "region", "", "the AWS region of the sqs calls (default: the source's region, else the AWS config chain's)")
+	fl.StringVar(&f.profile, "profile", "", "the AWS shared config profile whose credentials and region to use (default: the AWS config chain's, AWS_PROFILE included)")
+	fl.StringVar(&f.endpoint, "endpoint", "", "the SQS endpoint URL, an SQS-compatible server (default: the source's endpoint, else AWS_ENDPOINT_URL_SQS or AWS)")
+}
+
+// awsFlagsSet names the AWS flags given, for refusing them where they mean
+// nothing.
+func (f *dlqFlags) awsFlagsSet() []string {
+	var set []string
+	for _, fl := range []struct{ name, value string }{{"--region", f.region}, {"--profile", f.profile}, {"--endpoint", f.endpoint}} {
+		if fl.value != "" {
+			set = append(set, fl.name)
+		}
+	}
+	return set
 }
 
 const dlqFinding = `Finding the dead-letter queue. For an sqs source it is the one named by the
@@ -42,7 +62,11 @@ dead-letter-exchange policy, and the exchange's bindings, both read from the
 management API of management_url); a queue that dead-letters to the default
 exchange has the queue of its dead-letter routing key. When no queue or
 several are bound, or the management API is off, it says what it found and
-asks for --queue NAME, which overrides the search.`
+asks for --queue NAME, which overrides the search.
+
+For an sqs source, --region, --profile and --endpoint override the source's
+region and endpoint and pick an AWS shared config profile (its credentials
+and region); credentials are never printed.`
 
 func newDLQCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
@@ -58,7 +82,7 @@ func newDLQInspectCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f dlqFlags
 	var maxMsgs int
 	cmd := &cobra.Command{
-		Use:   "inspect -f FILE [--pipe NAME] [--max 10] [--queue-url URL | --queue NAME]",
+		Use:   "inspect -f FILE [--pipe NAME] [--max 10] [--queue-url URL | --queue NAME] [--region R] [--profile P] [--endpoint URL]",
 		Short: "Show a pipe's dead-letter queue: its counts, and up to --max messages as Pipes SQS or RabbitMQ records",
 		Long: `For an sqs source it prints the dead-letter queue's approximate counts on
 standard error and up to --max of its messages on standard output, one Pipes
@@ -177,6 +201,8 @@ func loadDLQPipe(f dlqFlags) (config.Pipe, error) {
 		return config.Pipe{}, usageErr(fmt.Errorf("pipe %s has a rabbitmq source: --queue-url is for sqs queues; name the dead-letter queue with --queue", spec.Name))
 	case src.Type != "rabbitmq" && f.queue != "":
 		return config.Pipe{}, usageErr(fmt.Errorf("pipe %s has a %s source: --queue is for rabbitmq queues; give an sqs dead-letter queue with --queue-url", spec.Name, src.Type))
+	case src.Type == "rabbitmq" && len(f.awsFlagsSet()) > 0:
+		return config.Pipe{}, usageErr(fmt.Errorf("pipe %s has a rabbitmq source: %s are for sqs sources (the broker is the source's url)", spec.Name, strings.Join(f.awsFlagsSet(), ", ")))
 	}
 	return spec, nil
 }
@@ -196,7 +222,12 @@ func openDLQ(ctx context.Context, spec config.Pipe, f dlqFlags, needSource bool)
 	if a, err := redrive.ParseQueueARN(src.QueueARN); err == nil {
 		guess = a.Region
 	}
-	client, err := redrive.NewClient(ctx, redrive.ClientConfig{Region: src.Region, Endpoint: src.Endpoint, RegionGuess: guess})
+	client, err := redrive.NewClient(ctx, redrive.ClientConfig{
+		Region:      cmp.Or(f.region, src.Region),
+		Endpoint:    cmp.Or(f.endpoint, src.Endpoint),
+		Profile:     f.profile,
+		RegionGuess: guess,
+	})
 	if err != nil {
 		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s: %w", spec.Name, err))
 	}
