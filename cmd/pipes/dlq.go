@@ -336,15 +336,26 @@ func redriveDLQ(ctx context.Context, f redriveFlags, stdout, stderr io.Writer) e
 	}
 	out := json.NewEncoder(stdout)
 	var writeErr error
-	sum, err := redrive.Run(ctx, q.api, redrive.Options{
+	bar := newDLQProgress(stderr)
+	total := 0 // the bar's total: the approximate count at the start
+	if bar.tty {
+		if counts, cerr := redrive.QueueCounts(ctx, q.api, q.dlq); cerr == nil {
+			total = redriveTotal(counts.Visible, f.max)
+		}
+	}
+	var sum redrive.Summary
+	sum, err = redrive.Run(ctx, q.api, redrive.Options{
 		From: q.dlq, To: to, Rate: f.rate, Max: f.max, Filter: pattern, DryRun: f.dryRun,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Report: func(e redrive.Entry) {
 			if werr := out.Encode(e); werr != nil && writeErr == nil {
 				writeErr = fmt.Errorf("writing the report: %w", werr)
 			}
+			sum.Count(e.Outcome)
+			bar.show(sum.Handled(), total, summaryDetail(sum, f.dryRun), false)
 		},
 	})
+	bar.clear()
 	if f.dryRun {
 		fmt.Fprintf(stderr, "dry run from %s to %s: %d would move, %d skipped by filter, %d failed; nothing moved\n", q.dlq, to, sum.WouldMove, sum.Skipped, sum.Failed)
 	} else {
@@ -357,4 +368,21 @@ func redriveDLQ(ctx context.Context, f redriveFlags, stdout, stderr io.Writer) e
 		return runtimeErr(fmt.Errorf("%d message(s) could not be moved; they are still in %s (see the failed lines)", sum.Failed, q.dlq))
 	}
 	return nil
+}
+
+// redriveTotal is what a progress bar counts up to: the messages visible
+// at the start, or --max when it is lower.
+func redriveTotal(visible, maxMsgs int) int {
+	if maxMsgs > 0 && maxMsgs < visible {
+		return maxMsgs
+	}
+	return visible
+}
+
+// summaryDetail is the counts a progress bar shows after the bar.
+func summaryDetail(sum redrive.Summary, dryRun bool) string {
+	if dryRun {
+		return fmt.Sprintf("%d would move, %d skipped, %d failed", sum.WouldMove, sum.Skipped, sum.Failed)
+	}
+	return fmt.Sprintf("%d moved, %d skipped, %d failed", sum.Moved, sum.Skipped, sum.Failed)
 }

@@ -64,8 +64,8 @@ func TestDLQInspectThenRedriveMovesTheDeadLettersBack(t *testing.T) {
 	}
 
 	code, stdout, stderr = runCLI(t, "dlq", "redrive", "-f", file, "--rate", "100", "--filter", `{"body":{"kind":["order"]}}`)
-	if code != 0 || !strings.Contains(stderr, "2 moved, 2 skipped by filter, 0 failed") {
-		t.Fatalf("redrive: exit %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	if code != 0 || !strings.Contains(stderr, "2 moved, 2 skipped by filter, 0 failed") || strings.ContainsAny(stderr, "\r\033") {
+		t.Fatalf("redrive: exit %d, stdout:\n%s\nstderr (no terminal: the summary line, no progress bar):\n%q", code, stdout, stderr)
 	}
 	moved := sqstest.DrainBodies(t, client, queueURL)
 	left := sqstest.DrainBodies(t, client, dlqURL)
