@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
 	"github.com/pipesproject/pipes"
@@ -74,7 +75,7 @@ func newDLQCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Inspect and redrive the dead-letter queue of a pipe (SQS or RabbitMQ)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newDLQInspectCmd(stdout, stderr), newDLQRedriveCmd(stdout, stderr))
+	cmd.AddCommand(newDLQInspectCmd(stdout, stderr), newDLQRedriveCmd(stdout, stderr), newDLQTasksCmd(stdout, stderr))
 	return cmd
 }
 
@@ -121,12 +122,14 @@ type redriveFlags struct {
 	max    int
 	filter string
 	dryRun bool
+	native bool
+	noWait bool
 }
 
 func newDLQRedriveCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f redriveFlags
 	cmd := &cobra.Command{
-		Use:   "redrive -f FILE [--pipe NAME] [--to URL|QUEUE] [--rate 50] [--max N] [--filter PATTERN_JSON] [--dry-run] [--queue-url URL | --queue NAME]",
+		Use:   "redrive -f FILE [--pipe NAME] [--to URL|QUEUE] [--rate 50] [--max N] [--filter PATTERN_JSON] [--dry-run] [--native [--no-wait]] [--queue-url URL | --queue NAME] [--region R] [--profile P] [--endpoint URL]",
 		Short: "Move messages from a pipe's dead-letter queue back to its source queue (or --to)",
 		Long: `For an sqs source it receives the dead-letter queue's messages ten at a time
 and sends them to the pipe's source queue (or --to) with SendMessageBatch,
@@ -146,7 +149,18 @@ comes back empty, or after --max messages.
 
 Each message handled gives one JSON line on standard output:
 {"messageId":...,"outcome":"moved|skipped|failed|would_move",...}; a summary
-line goes to standard error. Exit 1 when any send or delete failed.
+line goes to standard error, and while it runs a progress bar when standard
+error is a terminal. Exit 1 when any send or delete failed.
+
+--native lets SQS move the messages instead: it starts a message move task
+(StartMessageMoveTask) from the dead-letter queue to the pipe's source queue
+(or --to), --rate its MaxNumberOfMessagesPerSecond (1 to 500; 0: SQS's
+choice). SQS moves every message as it is (no --filter, --max or --dry-run;
+the failure context attributes stay), and only from a queue that some
+queue's RedrivePolicy names. It prints the task ({"taskHandle":...}) and
+waits for the task to end, showing its progress, then prints its last state
+and exits 1 unless it COMPLETED; --no-wait exits once it started. Stopping
+the wait (Ctrl-C) leaves the task running: see pipes dlq tasks.
 
 For a rabbitmq source it reads the messages with basic.get without ack (as
 many as the queue held when it started, so what dead-letters back meanwhile is
@@ -176,12 +190,15 @@ the end. The same lines and exit codes as for SQS.
 	fl.IntVar(&f.max, "max", 0, "stop after this many messages moved or failed (0: until the queue is empty)")
 	fl.StringVar(&f.filter, "filter", "", `move only the messages matching this EventBridge event pattern, e.g. '{"body":{"kind":["order"]}}'`)
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print what would move and move nothing")
+	fl.BoolVar(&f.native, "native", false, "sqs sources: let SQS move the messages with a message move task (StartMessageMoveTask, --rate its MaxNumberOfMessagesPerSecond, 1 to 500, 0: SQS's choice)")
+	fl.BoolVar(&f.noWait, "no-wait", false, "with --native: print the task's handle and exit, without waiting for the task to end")
 	return cmd
 }
 
 // dlqQueues are the queues a dlq command works on.
 type dlqQueues struct {
 	api    redrive.API
+	move   redrive.MoveAPI
 	source string // the source queue's URL; "" when not needed
 	dlq    string
 }
@@ -207,16 +224,16 @@ func loadDLQPipe(f dlqFlags) (config.Pipe, error) {
 	return spec, nil
 }
 
-// openDLQ builds the SQS client of the pipe's sqs source and finds its
-// dead-letter queue (and, when needSource, its source queue's URL).
-func openDLQ(ctx context.Context, spec config.Pipe, f dlqFlags, needSource bool) (dlqQueues, error) {
+// sqsClient builds the SQS client of the pipe's sqs source, with the
+// --region, --profile and --endpoint flags on top.
+func sqsClient(ctx context.Context, spec config.Pipe, f dlqFlags) (*sqs.Client, error) {
 	src := spec.Source
 	switch src.Type {
 	case "sqs":
 	case "memory":
-		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s reads a memory queue, which lives only inside its `pipes run` process: there is no dead-letter queue to inspect or redrive from another process (pipes dlq works with sqs and rabbitmq sources)", spec.Name))
+		return nil, usageErr(fmt.Errorf("pipe %s reads a memory queue, which lives only inside its `pipes run` process: there is no dead-letter queue to inspect or redrive from another process (pipes dlq works with sqs and rabbitmq sources)", spec.Name))
 	default:
-		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s has a %s source: pipes dlq works with sqs and rabbitmq sources only", spec.Name, src.Type))
+		return nil, usageErr(fmt.Errorf("pipe %s has a %s source: pipes dlq works with sqs and rabbitmq sources only", spec.Name, src.Type))
 	}
 	guess := redrive.RegionOfURL(src.QueueURL)
 	if a, err := redrive.ParseQueueARN(src.QueueARN); err == nil {
@@ -229,9 +246,20 @@ func openDLQ(ctx context.Context, spec config.Pipe, f dlqFlags, needSource bool)
 		RegionGuess: guess,
 	})
 	if err != nil {
-		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s: %w", spec.Name, err))
+		return nil, usageErr(fmt.Errorf("pipe %s: %w", spec.Name, err))
 	}
-	q := dlqQueues{api: client, dlq: f.queueURL}
+	return client, nil
+}
+
+// openDLQ builds the SQS client of the pipe's sqs source and finds its
+// dead-letter queue (and, when needSource, its source queue's URL).
+func openDLQ(ctx context.Context, spec config.Pipe, f dlqFlags, needSource bool) (dlqQueues, error) {
+	src := spec.Source
+	client, err := sqsClient(ctx, spec, f)
+	if err != nil {
+		return dlqQueues{}, err
+	}
+	q := dlqQueues{api: client, move: client, dlq: f.queueURL}
 	if q.dlq != "" && !needSource {
 		return q, nil
 	}
@@ -313,6 +341,7 @@ func redriveDLQ(ctx context.Context, f redriveFlags, stdout, stderr io.Writer) e
 		}
 		pattern = p
 	}
+	errs = append(errs, nativeFlagErrs(f)...)
 	if err := errors.Join(errs...); err != nil {
 		return usageErr(err)
 	}
@@ -321,6 +350,9 @@ func redriveDLQ(ctx context.Context, f redriveFlags, stdout, stderr io.Writer) e
 		return err
 	}
 	if spec.Source.Type == "rabbitmq" {
+		if f.native {
+			return usageErr(fmt.Errorf("pipe %s has a rabbitmq source: --native uses SQS's message move tasks, which RabbitMQ has not; drop --native (pipes dlq redrive moves RabbitMQ messages itself)", spec.Name))
+		}
 		return redriveRabbitDLQ(ctx, spec, f, pattern, stdout, stderr)
 	}
 	q, err := openDLQ(ctx, spec, f.dlqFlags, f.to == "")
@@ -333,6 +365,9 @@ func redriveDLQ(ctx context.Context, f redriveFlags, stdout, stderr io.Writer) e
 	}
 	if to == q.dlq {
 		return usageErr(fmt.Errorf("the destination %s is the dead-letter queue itself: give another one with --to", to))
+	}
+	if f.native {
+		return nativeRedrive(ctx, q.move, q.dlq, to, f, stdout, stderr)
 	}
 	out := json.NewEncoder(stdout)
 	var writeErr error
