@@ -72,7 +72,7 @@ and region); credentials are never printed.`
 func newDLQCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dlq",
-		Short: "Inspect and redrive the dead-letter queue of a pipe (SQS or RabbitMQ)",
+		Short: "Inspect and redrive the dead-letter queue of a pipe (SQS or RabbitMQ); list and cancel SQS message move tasks",
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newDLQInspectCmd(stdout, stderr), newDLQRedriveCmd(stdout, stderr), newDLQTasksCmd(stdout, stderr))
