@@ -159,3 +159,21 @@ func TestDLQNativeRefusesWhatItCannotDo(t *testing.T) {
 		})
 	}
 }
+
+func TestDLQRedriveNativeMovesToTheQueueOfTo(t *testing.T) {
+	dlqEnv(t)
+	endpoint := sqstest.EndpointOf(t, sqstest.LocalAWSSQS)
+	client := sqstest.ClientOf(t, sqstest.LocalAWSSQS)
+	queueURL, dlqURL := sqstest.CreateQueue(t, client, sqstest.QueueOptions{MaxReceiveCount: 3})
+	otherURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})
+	sqstest.SendBodies(t, client, dlqURL, "a", "b")
+	file := sqsPipeFile(t, queueURL, endpoint, "http://127.0.0.1:1/")
+
+	code, _, stderr := runCLI(t, "dlq", "redrive", "-f", file, "--native", "--rate", "0", "--to", otherURL)
+	if code != 0 || !strings.Contains(stderr, "at SQS's rate") || !strings.Contains(stderr, "COMPLETED: 2 of 2 moved") {
+		t.Fatalf("redrive --native --to: exit %d, stderr:\n%s", code, stderr)
+	}
+	if got, inSource := sqstest.DrainBodies(t, client, otherURL), sqstest.DrainBodies(t, client, queueURL); len(got) != 2 || len(inSource) != 0 {
+		t.Errorf("--to got %v and the source queue %v, want both messages in --to's queue", got, inSource)
+	}
+}
