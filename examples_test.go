@@ -17,7 +17,10 @@ func TestEveryExamplePipelineIsValid(t *testing.T) {
 	filepath.WalkDir("examples", func(path string, d fs.DirEntry, err error) error {
 		// NAME_test.yaml files are pipes test's test files, not pipelines.
 		isTest := strings.HasSuffix(strings.TrimSuffix(path, filepath.Ext(path)), "_test")
-		if err == nil && !d.IsDir() && !isTest && (filepath.Ext(path) == ".yaml" || filepath.Ext(path) == ".yml") {
+		// NAME.k8s.yaml files are Kubernetes manifests (examples/sidecar),
+		// checked by cmd/pipes' TestTheKubernetesManifestsFollowTheCodesRules.
+		isManifest := strings.HasSuffix(path, ".k8s.yaml")
+		if err == nil && !d.IsDir() && !isTest && !isManifest && (filepath.Ext(path) == ".yaml" || filepath.Ext(path) == ".yml") {
 			files = append(files, path)
 		}
 		return nil

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -45,6 +46,10 @@ type ClientConfig struct {
 	// Endpoint overrides the SQS endpoint (an SQS-compatible server);
 	// AWS_ENDPOINT_URL_SQS works too, through the SDK.
 	Endpoint string
+	// Profile, when set, is the AWS shared config profile to load (as
+	// AWS_PROFILE would name it); it must exist in the shared config or
+	// credentials file.
+	Profile string
 	// RegionGuess is used when neither Region nor the config chain gives a
 	// region (the region of a queue ARN or URL).
 	RegionGuess string
@@ -55,16 +60,24 @@ type ClientConfig struct {
 }
 
 // NewClient builds an SQS client from the AWS config chain (env, profile,
-// IMDS, IRSA) with cfg's region and endpoint on top. It does no network
-// I/O.
+// IMDS, IRSA) with cfg's profile, region and endpoint on top. It does no
+// network I/O.
 func NewClient(ctx context.Context, cfg ClientConfig) (*sqs.Client, error) {
-	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	base := cfg.AWSConfig
+	if cfg.Profile != "" && base == nil {
+		c, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithSharedConfigProfile(cfg.Profile))
+		if err != nil {
+			return nil, fmt.Errorf("loading the AWS configuration of profile %q: %w", cfg.Profile, err)
+		}
+		base = &c
+	}
+	awsCfg, err := awsclient.Load(ctx, base)
 	if err != nil {
 		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
 	}
 	region, ok := awsclient.Region(awsCfg, cfg.Region, cfg.RegionGuess)
 	if !ok {
-		return nil, errors.New("no AWS region: set the source's region, AWS_REGION or a profile's region")
+		return nil, errors.New("no AWS region: set the source's region, --region, AWS_REGION or a profile's region")
 	}
 	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, Logger: cfg.Logger}
 	return sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) }), nil

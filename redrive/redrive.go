@@ -327,20 +327,28 @@ func (r *run) failAll(send []outgoing, receivedAt time.Time, err error) {
 
 // report counts an entry and hands it to opt.Report.
 func (r *run) report(e Entry) {
-	switch e.Outcome {
-	case Moved:
-		r.sum.Moved++
-	case Skipped:
-		r.sum.Skipped++
-	case Failed:
-		r.sum.Failed++
-	case WouldMove:
-		r.sum.WouldMove++
-	}
+	r.sum.Count(e.Outcome)
 	if r.opt.Report != nil {
 		r.opt.Report(e)
 	}
 }
+
+// Count adds one message with outcome o to the summary.
+func (s *Summary) Count(o Outcome) {
+	switch o {
+	case Moved:
+		s.Moved++
+	case Skipped:
+		s.Skipped++
+	case Failed:
+		s.Failed++
+	case WouldMove:
+		s.WouldMove++
+	}
+}
+
+// Handled is the number of messages counted, whatever their outcome.
+func (s Summary) Handled() int { return s.Moved + s.Skipped + s.Failed + s.WouldMove }
 
 // IsContextAttribute tells whether a message attribute is failure context
 // added by pipes' dead-letter stage (ErrorCode, ErrorMessage, pipes-*),

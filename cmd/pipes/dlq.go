@@ -1,13 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
 	"github.com/pipesproject/pipes"
@@ -22,6 +25,9 @@ type dlqFlags struct {
 	pipe     string
 	queueURL string
 	queue    string
+	region   string
+	profile  string
+	endpoint string
 }
 
 func (f *dlqFlags) register(cmd *cobra.Command) {
@@ -30,6 +36,21 @@ func (f *dlqFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.pipe, "pipe", "", "the pipe whose dead-letter queue to use when the files hold several")
 	fl.StringVar(&f.queueURL, "queue-url", "", "the dead-letter queue's URL (sqs sources; default: from the source queue's RedrivePolicy)")
 	fl.StringVar(&f.queue, "queue", "", "the dead-letter queue's name (rabbitmq sources; default: the one queue bound to the source queue's dead-letter exchange)")
+	fl.StringVar(&f.region, "region", "", "the AWS region of the sqs calls (default: the source's region, else the AWS config chain's)")
+	fl.StringVar(&f.profile, "profile", "", "the AWS shared config profile whose credentials and region to use (default: the AWS config chain's, AWS_PROFILE included)")
+	fl.StringVar(&f.endpoint, "endpoint", "", "the SQS endpoint URL, an SQS-compatible server (default: the source's endpoint, else AWS_ENDPOINT_URL_SQS or AWS)")
+}
+
+// awsFlagsSet names the AWS flags given, for refusing them where they mean
+// nothing.
+func (f *dlqFlags) awsFlagsSet() []string {
+	var set []string
+	for _, fl := range []struct{ name, value string }{{"--region", f.region}, {"--profile", f.profile}, {"--endpoint", f.endpoint}} {
+		if fl.value != "" {
+			set = append(set, fl.name)
+		}
+	}
+	return set
 }
 
 const dlqFinding = `Finding the dead-letter queue. For an sqs source it is the one named by the
@@ -42,15 +63,19 @@ dead-letter-exchange policy, and the exchange's bindings, both read from the
 management API of management_url); a queue that dead-letters to the default
 exchange has the queue of its dead-letter routing key. When no queue or
 several are bound, or the management API is off, it says what it found and
-asks for --queue NAME, which overrides the search.`
+asks for --queue NAME, which overrides the search.
+
+For an sqs source, --region, --profile and --endpoint override the source's
+region and endpoint and pick an AWS shared config profile (its credentials
+and region); credentials are never printed.`
 
 func newDLQCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dlq",
-		Short: "Inspect and redrive the dead-letter queue of a pipe (SQS or RabbitMQ)",
+		Short: "Inspect and redrive the dead-letter queue of a pipe (SQS or RabbitMQ); list and cancel SQS message move tasks",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newDLQInspectCmd(stdout, stderr), newDLQRedriveCmd(stdout, stderr))
+	cmd.AddCommand(newDLQInspectCmd(stdout, stderr), newDLQRedriveCmd(stdout, stderr), newDLQTasksCmd(stdout, stderr))
 	return cmd
 }
 
@@ -58,7 +83,7 @@ func newDLQInspectCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f dlqFlags
 	var maxMsgs int
 	cmd := &cobra.Command{
-		Use:   "inspect -f FILE [--pipe NAME] [--max 10] [--queue-url URL | --queue NAME]",
+		Use:   "inspect -f FILE [--pipe NAME] [--max 10] [--queue-url URL | --queue NAME] [--region R] [--profile P] [--endpoint URL]",
 		Short: "Show a pipe's dead-letter queue: its counts, and up to --max messages as Pipes SQS or RabbitMQ records",
 		Long: `For an sqs source it prints the dead-letter queue's approximate counts on
 standard error and up to --max of its messages on standard output, one Pipes
@@ -97,12 +122,14 @@ type redriveFlags struct {
 	max    int
 	filter string
 	dryRun bool
+	native bool
+	noWait bool
 }
 
 func newDLQRedriveCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f redriveFlags
 	cmd := &cobra.Command{
-		Use:   "redrive -f FILE [--pipe NAME] [--to URL|QUEUE] [--rate 50] [--max N] [--filter PATTERN_JSON] [--dry-run] [--queue-url URL | --queue NAME]",
+		Use:   "redrive -f FILE [--pipe NAME] [--to URL|QUEUE] [--rate 50] [--max N] [--filter PATTERN_JSON] [--dry-run] [--native [--no-wait]] [--queue-url URL | --queue NAME] [--region R] [--profile P] [--endpoint URL]",
 		Short: "Move messages from a pipe's dead-letter queue back to its source queue (or --to)",
 		Long: `For an sqs source it receives the dead-letter queue's messages ten at a time
 and sends them to the pipe's source queue (or --to) with SendMessageBatch,
@@ -122,7 +149,18 @@ comes back empty, or after --max messages.
 
 Each message handled gives one JSON line on standard output:
 {"messageId":...,"outcome":"moved|skipped|failed|would_move",...}; a summary
-line goes to standard error. Exit 1 when any send or delete failed.
+line goes to standard error, and while it runs a progress bar when standard
+error is a terminal. Exit 1 when any send or delete failed.
+
+--native lets SQS move the messages instead: it starts a message move task
+(StartMessageMoveTask) from the dead-letter queue to the pipe's source queue
+(or --to), --rate its MaxNumberOfMessagesPerSecond (1 to 500; 0: SQS's
+choice). SQS moves every message as it is (no --filter, --max or --dry-run;
+the failure context attributes stay), and only from a queue that some
+queue's RedrivePolicy names. It prints the task ({"taskHandle":...}) and
+waits for the task to end, showing its progress, then prints its last state
+and exits 1 unless it COMPLETED; --no-wait exits once it started. Stopping
+the wait (Ctrl-C) leaves the task running: see pipes dlq tasks.
 
 For a rabbitmq source it reads the messages with basic.get without ack (as
 many as the queue held when it started, so what dead-letters back meanwhile is
@@ -152,12 +190,15 @@ the end. The same lines and exit codes as for SQS.
 	fl.IntVar(&f.max, "max", 0, "stop after this many messages moved or failed (0: until the queue is empty)")
 	fl.StringVar(&f.filter, "filter", "", `move only the messages matching this EventBridge event pattern, e.g. '{"body":{"kind":["order"]}}'`)
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print what would move and move nothing")
+	fl.BoolVar(&f.native, "native", false, "sqs sources: let SQS move the messages with a message move task (StartMessageMoveTask, --rate its MaxNumberOfMessagesPerSecond, 1 to 500, 0: SQS's choice)")
+	fl.BoolVar(&f.noWait, "no-wait", false, "with --native: print the task's handle and exit, without waiting for the task to end")
 	return cmd
 }
 
 // dlqQueues are the queues a dlq command works on.
 type dlqQueues struct {
 	api    redrive.API
+	move   redrive.MoveAPI
 	source string // the source queue's URL; "" when not needed
 	dlq    string
 }
@@ -177,30 +218,48 @@ func loadDLQPipe(f dlqFlags) (config.Pipe, error) {
 		return config.Pipe{}, usageErr(fmt.Errorf("pipe %s has a rabbitmq source: --queue-url is for sqs queues; name the dead-letter queue with --queue", spec.Name))
 	case src.Type != "rabbitmq" && f.queue != "":
 		return config.Pipe{}, usageErr(fmt.Errorf("pipe %s has a %s source: --queue is for rabbitmq queues; give an sqs dead-letter queue with --queue-url", spec.Name, src.Type))
+	case src.Type == "rabbitmq" && len(f.awsFlagsSet()) > 0:
+		return config.Pipe{}, usageErr(fmt.Errorf("pipe %s has a rabbitmq source: %s are for sqs sources (the broker is the source's url)", spec.Name, strings.Join(f.awsFlagsSet(), ", ")))
 	}
 	return spec, nil
+}
+
+// sqsClient builds the SQS client of the pipe's sqs source, with the
+// --region, --profile and --endpoint flags on top.
+func sqsClient(ctx context.Context, spec config.Pipe, f dlqFlags) (*sqs.Client, error) {
+	src := spec.Source
+	switch src.Type {
+	case "sqs":
+	case "memory":
+		return nil, usageErr(fmt.Errorf("pipe %s reads a memory queue, which lives only inside its `pipes run` process: there is no dead-letter queue to inspect or redrive from another process (pipes dlq works with sqs and rabbitmq sources)", spec.Name))
+	default:
+		return nil, usageErr(fmt.Errorf("pipe %s has a %s source: pipes dlq works with sqs and rabbitmq sources only", spec.Name, src.Type))
+	}
+	guess := redrive.RegionOfURL(src.QueueURL)
+	if a, err := redrive.ParseQueueARN(src.QueueARN); err == nil {
+		guess = a.Region
+	}
+	client, err := redrive.NewClient(ctx, redrive.ClientConfig{
+		Region:      cmp.Or(f.region, src.Region),
+		Endpoint:    cmp.Or(f.endpoint, src.Endpoint),
+		Profile:     f.profile,
+		RegionGuess: guess,
+	})
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("pipe %s: %w", spec.Name, err))
+	}
+	return client, nil
 }
 
 // openDLQ builds the SQS client of the pipe's sqs source and finds its
 // dead-letter queue (and, when needSource, its source queue's URL).
 func openDLQ(ctx context.Context, spec config.Pipe, f dlqFlags, needSource bool) (dlqQueues, error) {
 	src := spec.Source
-	switch src.Type {
-	case "sqs":
-	case "memory":
-		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s reads a memory queue, which lives only inside its `pipes run` process: there is no dead-letter queue to inspect or redrive from another process (pipes dlq works with sqs and rabbitmq sources)", spec.Name))
-	default:
-		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s has a %s source: pipes dlq works with sqs and rabbitmq sources only", spec.Name, src.Type))
-	}
-	guess := redrive.RegionOfURL(src.QueueURL)
-	if a, err := redrive.ParseQueueARN(src.QueueARN); err == nil {
-		guess = a.Region
-	}
-	client, err := redrive.NewClient(ctx, redrive.ClientConfig{Region: src.Region, Endpoint: src.Endpoint, RegionGuess: guess})
+	client, err := sqsClient(ctx, spec, f)
 	if err != nil {
-		return dlqQueues{}, usageErr(fmt.Errorf("pipe %s: %w", spec.Name, err))
+		return dlqQueues{}, err
 	}
-	q := dlqQueues{api: client, dlq: f.queueURL}
+	q := dlqQueues{api: client, move: client, dlq: f.queueURL}
 	if q.dlq != "" && !needSource {
 		return q, nil
 	}
@@ -282,6 +341,7 @@ func redriveDLQ(ctx context.Context, f redriveFlags, stdout, stderr io.Writer) e
 		}
 		pattern = p
 	}
+	errs = append(errs, nativeFlagErrs(f)...)
 	if err := errors.Join(errs...); err != nil {
 		return usageErr(err)
 	}
@@ -290,6 +350,9 @@ func redriveDLQ(ctx context.Context, f redriveFlags, stdout, stderr io.Writer) e
 		return err
 	}
 	if spec.Source.Type == "rabbitmq" {
+		if f.native {
+			return usageErr(fmt.Errorf("pipe %s has a rabbitmq source: --native uses SQS's message move tasks, which RabbitMQ has not; drop --native (pipes dlq redrive moves RabbitMQ messages itself)", spec.Name))
+		}
 		return redriveRabbitDLQ(ctx, spec, f, pattern, stdout, stderr)
 	}
 	q, err := openDLQ(ctx, spec, f.dlqFlags, f.to == "")
@@ -303,17 +366,31 @@ func redriveDLQ(ctx context.Context, f redriveFlags, stdout, stderr io.Writer) e
 	if to == q.dlq {
 		return usageErr(fmt.Errorf("the destination %s is the dead-letter queue itself: give another one with --to", to))
 	}
+	if f.native {
+		return nativeRedrive(ctx, q.move, q.dlq, to, f, stdout, stderr)
+	}
 	out := json.NewEncoder(stdout)
 	var writeErr error
-	sum, err := redrive.Run(ctx, q.api, redrive.Options{
+	bar := newDLQProgress(stderr)
+	total := 0 // the bar's total: the approximate count at the start
+	if bar.tty {
+		if counts, cerr := redrive.QueueCounts(ctx, q.api, q.dlq); cerr == nil {
+			total = redriveTotal(counts.Visible, f.max)
+		}
+	}
+	var sum redrive.Summary
+	sum, err = redrive.Run(ctx, q.api, redrive.Options{
 		From: q.dlq, To: to, Rate: f.rate, Max: f.max, Filter: pattern, DryRun: f.dryRun,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Report: func(e redrive.Entry) {
 			if werr := out.Encode(e); werr != nil && writeErr == nil {
 				writeErr = fmt.Errorf("writing the report: %w", werr)
 			}
+			sum.Count(e.Outcome)
+			bar.show(sum.Handled(), total, summaryDetail(sum, f.dryRun), false)
 		},
 	})
+	bar.clear()
 	if f.dryRun {
 		fmt.Fprintf(stderr, "dry run from %s to %s: %d would move, %d skipped by filter, %d failed; nothing moved\n", q.dlq, to, sum.WouldMove, sum.Skipped, sum.Failed)
 	} else {
@@ -326,4 +403,21 @@ func redriveDLQ(ctx context.Context, f redriveFlags, stdout, stderr io.Writer) e
 		return runtimeErr(fmt.Errorf("%d message(s) could not be moved; they are still in %s (see the failed lines)", sum.Failed, q.dlq))
 	}
 	return nil
+}
+
+// redriveTotal is what a progress bar counts up to: the messages visible
+// at the start, or --max when it is lower.
+func redriveTotal(visible, maxMsgs int) int {
+	if maxMsgs > 0 && maxMsgs < visible {
+		return maxMsgs
+	}
+	return visible
+}
+
+// summaryDetail is the counts a progress bar shows after the bar.
+func summaryDetail(sum redrive.Summary, dryRun bool) string {
+	if dryRun {
+		return fmt.Sprintf("%d would move, %d skipped, %d failed", sum.WouldMove, sum.Skipped, sum.Failed)
+	}
+	return fmt.Sprintf("%d moved, %d skipped, %d failed", sum.Moved, sum.Skipped, sum.Failed)
 }

@@ -84,15 +84,26 @@ func redriveRabbitDLQ(ctx context.Context, spec config.Pipe, f redriveFlags, pat
 	}
 	out := json.NewEncoder(stdout)
 	var writeErr error
-	sum, err := b.Redrive(ctx, rabbit.Options{
+	bar := newDLQProgress(stderr)
+	total := 0 // the bar's total: the ready count at the start
+	if bar.tty {
+		if counts, cerr := b.Counts(ctx, dlq); cerr == nil {
+			total = redriveTotal(counts.Ready, f.max)
+		}
+	}
+	var sum redrive.Summary
+	sum, err = b.Redrive(ctx, rabbit.Options{
 		From: dlq, To: to, Rate: f.rate, Max: f.max, Filter: pattern, DryRun: f.dryRun,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Report: func(e redrive.Entry) {
 			if werr := out.Encode(e); werr != nil && writeErr == nil {
 				writeErr = fmt.Errorf("writing the report: %w", werr)
 			}
+			sum.Count(e.Outcome)
+			bar.show(sum.Handled(), total, summaryDetail(sum, f.dryRun), false)
 		},
 	})
+	bar.clear()
 	if f.dryRun {
 		fmt.Fprintf(stderr, "dry run from %s to %s: %d would move, %d skipped by filter, %d failed; nothing moved\n", dlq, to, sum.WouldMove, sum.Skipped, sum.Failed)
 	} else {

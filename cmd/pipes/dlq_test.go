@@ -64,8 +64,8 @@ func TestDLQInspectThenRedriveMovesTheDeadLettersBack(t *testing.T) {
 	}
 
 	code, stdout, stderr = runCLI(t, "dlq", "redrive", "-f", file, "--rate", "100", "--filter", `{"body":{"kind":["order"]}}`)
-	if code != 0 || !strings.Contains(stderr, "2 moved, 2 skipped by filter, 0 failed") {
-		t.Fatalf("redrive: exit %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	if code != 0 || !strings.Contains(stderr, "2 moved, 2 skipped by filter, 0 failed") || strings.ContainsAny(stderr, "\r\033") {
+		t.Fatalf("redrive: exit %d, stdout:\n%s\nstderr (no terminal: the summary line, no progress bar):\n%q", code, stdout, stderr)
 	}
 	moved := sqstest.DrainBodies(t, client, queueURL)
 	left := sqstest.DrainBodies(t, client, dlqURL)
@@ -101,4 +101,80 @@ func TestDLQRefusesBadUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDLQFlagsOverrideTheSourcesRegionEndpointAndProfile runs inspect and
+// redrive on a pipe file whose source has no region and a dead endpoint:
+// --endpoint, --region and --profile (a shared config profile holding the
+// region and the only credentials) make them work. It relies on
+// local-aws-sqs accepting any signature, and on the SDK signing nothing
+// without credentials.
+func TestDLQFlagsOverrideTheSourcesRegionEndpointAndProfile(t *testing.T) {
+	const secret = "pipes-profile-secret-xyz"
+	dir := t.TempDir()
+	configFile, credsFile := filepath.Join(dir, "config"), filepath.Join(dir, "credentials")
+	if err := os.WriteFile(configFile, []byte("[profile pipes-test]\nregion = us-east-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(credsFile, []byte("[pipes-test]\naws_access_key_id = AKIDPROFILE\naws_secret_access_key = "+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	queueURL, dlqURL := sqstest.CreateQueue(t, client, sqstest.QueueOptions{MaxReceiveCount: 3})
+	sqstest.SendBodies(t, client, dlqURL, `{"n":1}`, `{"n":2}`)
+	for k, v := range map[string]string{
+		"AWS_CONFIG_FILE": configFile, "AWS_SHARED_CREDENTIALS_FILE": credsFile,
+		"AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
+		"AWS_SESSION_TOKEN": "", "AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_SQS": "", "AWS_EC2_METADATA_DISABLED": "true",
+	} {
+		t.Setenv(k, v)
+	}
+	file := filepath.Join(dir, "pipe.yaml")
+	os.WriteFile(file, []byte("name: orders\nsource: {type: sqs, queue_url: '"+queueURL+"', endpoint: 'http://127.0.0.1:1'}\ntarget: {type: stdout}\n"), 0o644)
+
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		want     string
+		stdoutN  int // records or lines on stdout
+		wantLeft int // messages left in the dead-letter queue afterwards; -1: not checked
+	}{
+		{"without a region nothing can be called", []string{"dlq", "inspect", "-f", file, "--endpoint", endpoint}, 2, "no AWS region", 0, -1},
+		{"a profile that does not exist is named", []string{"dlq", "inspect", "-f", file, "--endpoint", endpoint, "--profile", "nope"}, 2, `profile "nope"`, 0, -1},
+		{"the source's dead endpoint fails", []string{"dlq", "inspect", "-f", file, "--profile", "pipes-test"}, 1, "127.0.0.1:1", 0, -1},
+		{"--profile gives the region and credentials, --endpoint the server", []string{"dlq", "inspect", "-f", file, "--endpoint", endpoint, "--profile", "pipes-test"}, 0, "2 visible", 2, 2},
+		{"redrive takes them too", []string{"dlq", "redrive", "-f", file, "--endpoint", endpoint, "--profile", "pipes-test", "--region", "us-east-1", "--rate", "0"}, 0, "2 moved", 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tt.args...)
+			if code != tt.code || !strings.Contains(stderr, tt.want) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d mentioning %q", code, stderr, tt.code, tt.want)
+			}
+			if strings.Contains(stdout+stderr, secret) || strings.Contains(stdout+stderr, "AKIDPROFILE") {
+				t.Fatalf("the profile's credentials were printed:\n%s\n%s", stdout, stderr)
+			}
+			if n := countLines(stdout); n != tt.stdoutN {
+				t.Errorf("stdout has %d lines, want %d:\n%s", n, tt.stdoutN, stdout)
+			}
+			if tt.wantLeft >= 0 {
+				if visible, _ := sqstest.Count(t, client, dlqURL); visible != tt.wantLeft {
+					t.Errorf("%d messages in the dead-letter queue, want %d", visible, tt.wantLeft)
+				}
+			}
+		})
+	}
+}
+
+// countLines counts the non-empty lines of s.
+func countLines(s string) int {
+	n := 0
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			n++
+		}
+	}
+	return n
 }

@@ -243,16 +243,7 @@ func (r *run) report(e redrive.Entry) {
 	if e.Outcome != redrive.Moved {
 		r.held++
 	}
-	switch e.Outcome {
-	case redrive.Moved:
-		r.sum.Moved++
-	case redrive.Skipped:
-		r.sum.Skipped++
-	case redrive.Failed:
-		r.sum.Failed++
-	case redrive.WouldMove:
-		r.sum.WouldMove++
-	}
+	r.sum.Count(e.Outcome)
 	if r.opt.Report != nil {
 		r.opt.Report(e)
 	}
