@@ -6,11 +6,17 @@ import (
 	"time"
 )
 
+// requeueSettle is how long after a requeue Pending still counts a
+// message: the broker applies requeues asynchronously, and another
+// channel's passive declare may not see one yet.
+const requeueSettle = time.Second
+
 // Pending counts the messages left in the queue: ready (a passive declare
 // on a channel of its own) and unacked by this source (buffered, in
 // flight, held or being re-published). Messages unacked by other
 // consumers are not counted. The runtime asks it in drain mode. It blocks
-// for one round trip and is safe for concurrent use.
+// for one round trip and is safe for concurrent use. For requeueSettle
+// after a message was given back it counts one more (see requeueSettle).
 func (s *Source) Pending(ctx context.Context) (int, error) {
 	if s.opened.Load() == nil {
 		return 0, fmt.Errorf("RabbitMQ source %s: used before Open", s.cfg.Queue)
@@ -29,6 +35,11 @@ func (s *Source) Pending(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("counting the messages of RabbitMQ queue %s: %w", s.cfg.Queue, s.scrub(err))
 	}
 	n := q.Messages + len(ss.buf) + int(s.publishes.Load())
+	if time.Since(time.Unix(0, s.requeuedAt.Load())) < requeueSettle {
+		// A message given back a moment ago may not be counted in the
+		// queue yet: say it is there, so that --drain looks again.
+		n++
+	}
 	s.mu.Lock()
 	for _, e := range s.inflight {
 		if e.sess == ss {

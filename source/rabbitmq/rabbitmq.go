@@ -156,6 +156,10 @@ type Source struct {
 	loops     sync.WaitGroup     // the connection loop and pumps
 	timers    sync.WaitGroup     // held messages' timers and re-publishes
 	publishes atomic.Int64       // re-publishes under way
+	// requeuedAt is when a message was last given back to the broker
+	// (UnixNano): the broker applies a requeue asynchronously, so for a
+	// moment the message is neither ours nor counted in the queue.
+	requeuedAt atomic.Int64
 }
 
 var (

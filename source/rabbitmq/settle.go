@@ -119,8 +119,10 @@ func (s *Source) apply(e *entry, a action) error {
 	var err error
 	switch a {
 	case requeueNow:
+		s.requeuedAt.Store(time.Now().UnixNano())
 		err = e.sess.ch.Nack(e.tag, false, true)
 	case rejectLater:
+		s.requeuedAt.Store(time.Now().UnixNano())
 		err = e.sess.ch.Reject(e.tag, true)
 	case deadLetterNow:
 		err = e.sess.ch.Nack(e.tag, false, false)
