@@ -1,9 +1,9 @@
 package pipes_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/pipesproject/pipes/internal/syncbuf"
 	"strconv"
 	"strings"
 	"sync"
@@ -292,7 +292,7 @@ target: {type: http, url: %s}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- pipe.NewRunner(built...).Run(ctx) }()
-	waitFor(t, 30*time.Second, "a dry-run line per message", func() bool { return out.lines() >= len(bodies) })
+	waitFor(t, 30*time.Second, "a dry-run line per message", func() bool { return lineCount(&out) >= len(bodies) })
 	time.Sleep(5 * time.Second) // more than two visibility timeouts of heartbeats
 	cancel()
 	if err := <-done; err != nil {
@@ -314,20 +314,10 @@ target: {type: http, url: %s}
 	}
 }
 
-// syncBuffer is an io.Writer safe for concurrent use that counts lines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// syncBuffer is a dry run's output, read while the pipe writes it.
+type syncBuffer = syncbuf.Buffer
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) lines() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Count(b.buf.Bytes(), []byte("\n"))
+// lineCount is how many lines b holds.
+func lineCount(b *syncBuffer) int {
+	return strings.Count(b.String(), "\n")
 }

@@ -1,14 +1,13 @@
 package pipe_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/pipesproject/pipes/internal/syncbuf"
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +15,15 @@ import (
 	"github.com/pipesproject/pipes/source/memory"
 )
 
-// syncBuf is a bytes.Buffer for a logger shared by goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// syncBuf is the execution logs' destination, read while the pipe logs.
+type syncBuf = syncbuf.Buffer
 
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
+// lines are the JSON log lines written so far.
 
-func (s *syncBuf) lines(t *testing.T) []map[string]any {
+func lines(t *testing.T, s *syncBuf) []map[string]any {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(s.String()), "\n") {
 		if l == "" {
 			continue
 		}
@@ -101,7 +91,7 @@ func TestExecutionLogsCarryPipesLogSchemaFields(t *testing.T) {
 				Logger: log, LogLevel: tt.level, IncludeExecutionData: tt.payload, InitialConcurrency: 1, MaxConcurrency: 2})
 
 			seen := map[string]bool{}
-			for _, l := range buf.lines(t) {
+			for _, l := range lines(t, buf) {
 				msg, _ := l["msg"].(string)
 				if _, ok := l["messageType"]; !ok {
 					continue // a runner line, not an execution log
@@ -156,7 +146,7 @@ func TestExecutionLogsCarryPipesLogSchemaFields(t *testing.T) {
 			// the next batch has another.
 			if tt.level == "trace" {
 				ids := map[string]map[string]bool{} // executionId → messages
-				for _, l := range buf.lines(t) {
+				for _, l := range lines(t, buf) {
 					if id, ok := l["executionId"].(string); ok {
 						if ids[id] == nil {
 							ids[id] = map[string]bool{}
@@ -192,9 +182,7 @@ func TestExecutionLogsShowAnErrorAsItsMessageInText(t *testing.T) {
 		return pipe.Result{}, nil
 	})
 	runDrain(t, pipe.Options{Name: "text", Source: drainable{q}, Target: target, Logger: log, LogLevel: "error"})
-	buf.mu.Lock()
-	out := buf.b.String()
-	buf.mu.Unlock()
+	out := buf.String()
 	if !strings.Contains(out, `error="connection refused"`) || !strings.Contains(out, "messageType=TargetInvocationFailed") || !strings.Contains(out, "executionId=") {
 		t.Errorf("text log:\n%s", out)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/pipesproject/pipes/internal/syncbuf"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -159,24 +160,8 @@ func (p *proc) wait() error {
 	return p.err
 }
 
-// syncBuffer is a bytes.Buffer safe for the process's writer goroutine
-// and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log or output destination the test reads while the code under test writes it.
+type syncBuffer = syncbuf.Buffer
 
 func startRunner(t *testing.T, file string, extra ...string) *proc {
 	t.Helper()

@@ -1,12 +1,11 @@
 package rabbitmq_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"github.com/pipesproject/pipes/internal/syncbuf"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,23 +16,8 @@ import (
 	"github.com/pipesproject/pipes/source/rabbitmq"
 )
 
-// logs is a logger's output, safe for concurrent writes.
-type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+// logs is a log or output destination the test reads while the code under test writes it.
+type logs = syncbuf.Buffer
 
 // opened is a source under test, opened, with its logs.
 type opened struct {

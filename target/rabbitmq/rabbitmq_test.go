@@ -1,11 +1,11 @@
 package rabbitmq_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pipesproject/pipes/internal/syncbuf"
 	"io"
 	"log/slog"
 	"net"
@@ -302,23 +302,8 @@ func mgmt(t *testing.T, method, path, body string) []byte {
 	return b
 }
 
-// syncBuffer is a log destination read after the test's deliveries.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log or output destination the test reads while the code under test writes it.
+type syncBuffer = syncbuf.Buffer
 
 func TestDeliverMissingExchangeIsPermanentAndLaterCallsWork(t *testing.T) {
 	const password = "Pw-of-the-test-9f3k"

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"sync"
+	"github.com/pipesproject/pipes/internal/syncbuf"
 	"testing"
 	"time"
 
@@ -13,23 +13,8 @@ import (
 	"github.com/pipesproject/pipes/target/targettest"
 )
 
-// lockedBuffer is a writer the suite reads while batches write to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// lockedBuffer is a log or output destination the test reads while the code under test writes it.
+type lockedBuffer = syncbuf.Buffer
 
 // payloadsOf reads what the target wrote back into payloads: a line that
 // is a JSON string was a text payload, any other line a (compact) JSON

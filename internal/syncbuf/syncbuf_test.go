@@ -1,0 +1,24 @@
+package syncbuf
+
+import (
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestConcurrentWritesAllLand(t *testing.T) {
+	var b Buffer
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				_, _ = b.Write([]byte("x\n"))
+				_ = b.String()
+			}
+		})
+	}
+	wg.Wait()
+	if n := strings.Count(b.String(), "\n"); n != 800 {
+		t.Errorf("%d lines, want 800", n)
+	}
+}
