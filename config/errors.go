@@ -54,14 +54,15 @@ func (es Errors) Unwrap() []error {
 	return out
 }
 
-func (es Errors) sort() {
-	slices.SortStableFunc(es, func(a, b *Error) int {
-		return cmp.Or(
-			cmp.Compare(a.Pos.File, b.Pos.File),
-			cmp.Compare(a.Pos.Line, b.Pos.Line),
-			cmp.Compare(a.Pos.Column, b.Pos.Column),
-			cmp.Compare(a.Field, b.Field),
-			cmp.Compare(a.Msg, b.Msg),
-		)
-	})
+func (es Errors) sort() { slices.SortStableFunc(es, compareProblems) }
+
+// compareProblems orders problems by file, line, column, field and message.
+func compareProblems(a, b *Error) int {
+	return cmp.Or(
+		cmp.Compare(a.Pos.File, b.Pos.File),
+		cmp.Compare(a.Pos.Line, b.Pos.Line),
+		cmp.Compare(a.Pos.Column, b.Pos.Column),
+		cmp.Compare(a.Field, b.Field),
+		cmp.Compare(a.Msg, b.Msg),
+	)
 }
