@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/h1"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -101,8 +102,8 @@ type Client struct {
 	secrets    *Secrets
 	timeout    time.Duration
 	client     *http.Client
-	transport  *http.Transport // ours to close; nil with Config.Client
-	ownHeaders bool            // the client adds to request headers (a cookie jar): copy them
+	transport  idleCloser // ours to close; nil with Config.Client
+	ownHeaders bool       // the client adds to request headers (a cookie jar): copy them
 
 	peakMu sync.Mutex
 	peak   int // the highest concurrency told since idle connections were last closed
@@ -203,12 +204,10 @@ func New(cfg Config) (*Client, error) {
 		}
 	}
 	if c.client == nil {
-		c.transport = newTransport(cfg.InsecureSkipVerify)
-		if cfg.ReadBufferSize > 0 {
-			c.transport.ReadBufferSize = cfg.ReadBufferSize
-		}
+		tr := newTransport(cfg.InsecureSkipVerify, cfg.ReadBufferSize)
+		c.transport = tr
 		c.client = &http.Client{
-			Transport: c.transport,
+			Transport: tr,
 			// A redirect would turn a POST into a GET and may carry the
 			// secret headers to another host: answer 3xx to the caller.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -218,16 +217,32 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// idleCloser is a transport whose idle connections can be closed.
+type idleCloser interface {
+	http.RoundTripper
+	CloseIdleConnections()
+}
+
 // newTransport returns a transport sized for a pipe with up to 1000 batches
-// in flight to one host.
-func newTransport(insecure bool) *http.Transport {
+// in flight to one host: internal/h1's, which reads each answer on the
+// calling goroutine, unless it is turned off (PIPES_HTTP_TRANSPORT=net/http,
+// or a proxy in the environment), then net/http's. readBuf is each
+// connection's read buffer (0: 4 KB).
+func newTransport(insecure bool, readBuf int) idleCloser {
+	tlsCfg := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		InsecureSkipVerify: insecure, //nolint:gosec // opt-in, warned about by the caller
+	}
+	if h1.Enabled() {
+		return h1.New(h1.Options{TLSConfig: tlsCfg, ReadBufferSize: readBuf, MaxIdlePerHost: 1000, IdleTimeout: 90 * time.Second})
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 1000
 	tr.MaxIdleConnsPerHost = 1000
 	tr.IdleConnTimeout = 90 * time.Second
-	tr.TLSClientConfig = &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		InsecureSkipVerify: insecure, //nolint:gosec // opt-in, warned about by the caller
+	tr.TLSClientConfig = tlsCfg
+	if readBuf > 0 {
+		tr.ReadBufferSize = readBuf
 	}
 	return tr
 }

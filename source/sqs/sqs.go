@@ -106,6 +106,12 @@ var (
 	_ pipe.AckObserver = (*Source)(nil)
 )
 
+// leanIdlePerHost is how many idle connections to SQS the source keeps: a
+// receive and a delete per batch slot of a pipe at a few hundred batches.
+// (The SDK's own client keeps 10, so a pipe at concurrency 16 dialled new
+// connections all the time.)
+const leanIdlePerHost = 512
+
 // New checks cfg and builds the source's SQS client. It does no network
 // I/O (loading the default AWS config reads environment and files only);
 // Open resolves the queue.
@@ -131,6 +137,10 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 		return nil, fmt.Errorf("configuring SQS source %s: no AWS region: set the source's region, AWS_REGION or a profile's region", cfg.queueName())
 	}
 	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
+	// Receives and deletes are the hot path: they go over internal/h1 (no
+	// goroutine hand-offs per call) unless the configuration brings its own
+	// HTTP client or h1 is turned off.
+	awsCfg.HTTPClient = awsclient.LeanHTTPClient(awsCfg.HTTPClient, leanIdlePerHost)
 	client := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return newSource(cfg, client, client.Options().Region), nil
 }

@@ -1,0 +1,579 @@
+// Package h1 is a lean HTTP/1.1 client transport for pipes' hot calls (the
+// SQS source's receives and deletes, the HTTP target's and enrichment's
+// requests): each request is written, and its answer read, on the caller's
+// goroutine, over a pool of keep-alive connections per host.
+//
+// net/http's Transport runs two goroutines per connection and hands every
+// request and every answer between them and the caller: three goroutine
+// wake-ups a round trip, each of which may wake an idle OS thread that
+// spins looking for work and sleeps again. At a few thousand messages a
+// second that scheduling is a large part of a runner's CPU. Here a round
+// trip wakes the caller once, when its answer arrives.
+//
+// It speaks HTTP/1.1 over TCP or TLS and nothing more: requests through a
+// proxy (HTTP_PROXY and friends), with "Expect: 100-continue" or of another
+// scheme are handed to a net/http Transport (Fallback), and answers are not
+// decompressed on the fly (no Accept-Encoding is added). A connection is
+// checked before it is reused (a closed one is dropped, not written to), and
+// a request that fails on a reused connection before any answer arrived is
+// sent again on a new one when that is safe (see RoundTrip).
+package h1
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Options configure a Transport. Zero values take the defaults given.
+type Options struct {
+	// TLSConfig is used for https (cloned per connection, ServerName set
+	// from the URL when empty); nil: Go's defaults with TLS 1.2 at least.
+	TLSConfig *tls.Config
+	// ReadBufferSize is each connection's read buffer; default 4096. A
+	// larger answer is read in more system calls, never refused.
+	ReadBufferSize int
+	// MaxIdlePerHost is how many idle keep-alive connections are kept per
+	// host; default 100. SetMaxIdlePerHost changes it later.
+	MaxIdlePerHost int
+	// IdleTimeout closes a connection idle for that long; default 90 s.
+	IdleTimeout time.Duration
+	// DialTimeout bounds a TCP connect; default 30 s.
+	DialTimeout time.Duration
+	// TLSHandshakeTimeout bounds a TLS handshake; default 10 s.
+	TLSHandshakeTimeout time.Duration
+	// Fallback sends what this transport does not (see the package
+	// comment); nil: a clone of http.DefaultTransport with TLSConfig.
+	Fallback http.RoundTripper
+}
+
+// Transport is an http.RoundTripper for HTTP/1.1 (see the package comment).
+// It is safe for concurrent use. The zero value is not usable: use New.
+type Transport struct {
+	dialer      net.Dialer
+	tls         *tls.Config
+	readBuf     int
+	idleTimeout time.Duration
+	handshake   time.Duration
+	maxIdle     atomic.Int64
+	viaProxy    bool // a proxy is configured in the environment: everything goes to fallback
+
+	fallbackOnce sync.Once
+	fallback     http.RoundTripper
+
+	writers sync.Pool // *bufio.Writer, held only while a request is written
+
+	mu     sync.Mutex
+	idle   map[string][]*conn // by scheme://host:port, most recently used last
+	nIdle  int
+	sweep  *time.Timer // closes expired idle connections; armed while any are idle
+	closed bool        // CloseIdleConnections ran: nothing is kept idle until the next request
+}
+
+// New returns a Transport with o.
+func New(o Options) *Transport {
+	t := &Transport{
+		tls:         o.TLSConfig,
+		readBuf:     o.ReadBufferSize,
+		idleTimeout: o.IdleTimeout,
+		handshake:   o.TLSHandshakeTimeout,
+		fallback:    o.Fallback,
+		idle:        map[string][]*conn{},
+	}
+	if t.tls == nil {
+		t.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if t.readBuf <= 0 {
+		t.readBuf = 4096
+	}
+	if t.idleTimeout <= 0 {
+		t.idleTimeout = 90 * time.Second
+	}
+	if t.handshake <= 0 {
+		t.handshake = 10 * time.Second
+	}
+	t.dialer = net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
+	if t.dialer.Timeout <= 0 {
+		t.dialer.Timeout = 30 * time.Second
+	}
+	t.SetMaxIdlePerHost(o.MaxIdlePerHost)
+	t.viaProxy = ProxyConfigured()
+	return t
+}
+
+// ProxyConfigured reports whether the environment names an HTTP proxy
+// (HTTP_PROXY, HTTPS_PROXY, in either case), which this transport leaves to
+// net/http.
+func ProxyConfigured() bool {
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		if os.Getenv(k) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// SetMaxIdlePerHost sets how many idle connections are kept per host (n ≤
+// 0: the default, 100); those beyond it are closed as they come back. It is
+// safe for concurrent use.
+func (t *Transport) SetMaxIdlePerHost(n int) {
+	if n <= 0 {
+		n = 100
+	}
+	t.maxIdle.Store(int64(n))
+}
+
+// CloseIdleConnections closes the connections not in use. Those in use
+// are closed as their requests end, unless a new request came meanwhile
+// (the pool is in use again).
+func (t *Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	var all []*conn
+	for k, list := range t.idle {
+		all = append(all, list...)
+		delete(t.idle, k)
+	}
+	t.nIdle = 0
+	if t.sweep != nil {
+		t.sweep.Stop()
+		t.sweep = nil
+	}
+	t.mu.Unlock()
+	for _, c := range all {
+		c.close()
+	}
+	if f, ok := t.fallbackTransport().(interface{ CloseIdleConnections() }); ok && t.fallbackUsed() {
+		f.CloseIdleConnections()
+	}
+}
+
+// RoundTrip sends req and returns its answer; the answer's body must be
+// read to its end or closed, which gives the connection back. It always
+// closes req.Body. When ctx (req.Context) is done, the call returns
+// ctx.Err() and the connection is dropped.
+//
+// A request that fails on a reused connection before any byte of an answer
+// arrived is sent once more on a new connection when nothing of it was
+// written, or when it is replayable (no body, or GetBody set) and either
+// idempotent by its method (GET, HEAD, OPTIONS, TRACE) or carrying an
+// Idempotency-Key header: net/http's rule.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil {
+		closeBody(req)
+		return nil, errors.New("h1: the request has no URL")
+	}
+	if t.viaProxy || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || hasExpect(req.Header) {
+		return t.fallbackTransport().RoundTrip(req)
+	}
+	if req.URL.Host == "" {
+		closeBody(req)
+		return nil, errors.New("h1: the request's URL has no host")
+	}
+	ctx := req.Context()
+	key, addr := hostKey(req.URL)
+	for attempt := 0; ; attempt++ {
+		c, reused, err := t.getConn(ctx, key, addr, req.URL)
+		if err != nil {
+			closeBody(req)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		resp, err := c.roundTrip(req)
+		if err == nil {
+			return resp, nil
+		}
+		if attempt > 0 || !reused || c.read > 0 || ctx.Err() != nil || !retryable(req, c.written == 0) {
+			return nil, err
+		}
+		next, rerr := rewound(req)
+		if rerr != nil {
+			return nil, err
+		}
+		req = next
+	}
+}
+
+// hasExpect reports whether h asks for 100-continue, which this transport
+// does not wait for.
+func hasExpect(h http.Header) bool {
+	_, ok := h["Expect"]
+	return ok
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+// retryable is net/http's rule for sending a request again after its
+// connection failed under it.
+func retryable(req *http.Request, nothingWritten bool) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false
+	}
+	if nothingWritten {
+		return true
+	}
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, a := req.Header["Idempotency-Key"]
+	_, b := req.Header["X-Idempotency-Key"]
+	return a || b
+}
+
+// rewound is a shallow copy of req with a new body from GetBody.
+func rewound(req *http.Request) (*http.Request, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return req, nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	r := new(http.Request)
+	*r = *req
+	r.Body = body
+	return r, nil
+}
+
+// hostKey is the pool key (scheme://host:port) and the address to dial.
+func hostKey(u *url.URL) (key, addr string) {
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	addr = net.JoinHostPort(host, port)
+	return u.Scheme + "://" + addr, addr
+}
+
+func (t *Transport) fallbackTransport() http.RoundTripper {
+	t.fallbackOnce.Do(func() {
+		if t.fallback != nil {
+			return
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = t.tls.Clone()
+		tr.MaxIdleConnsPerHost = int(t.maxIdle.Load())
+		t.fallback = tr
+	})
+	return t.fallback
+}
+
+// fallbackUsed reports whether the fallback was made (or given).
+func (t *Transport) fallbackUsed() bool {
+	return t.fallback != nil
+}
+
+// getConn takes the most recently used idle connection to key that is
+// still open, or dials a new one; reused tells which.
+func (t *Transport) getConn(ctx context.Context, key, addr string, u *url.URL) (c *conn, reused bool, err error) {
+	now := time.Now()
+	for {
+		c = t.popIdle(key)
+		if c == nil {
+			break
+		}
+		if now.Sub(c.idleAt) < t.idleTimeout && c.alive() {
+			return c, true, nil
+		}
+		c.close()
+	}
+	c, err = t.dial(ctx, key, addr, u)
+	return c, false, err
+}
+
+func (t *Transport) popIdle(key string) *conn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = false
+	list := t.idle[key]
+	if len(list) == 0 {
+		return nil
+	}
+	c := list[len(list)-1]
+	list[len(list)-1] = nil
+	t.idle[key] = list[:len(list)-1]
+	t.nIdle--
+	return c
+}
+
+// putIdle keeps c for the next request to its host, or closes it when the
+// host has MaxIdlePerHost idle already.
+func (t *Transport) putIdle(c *conn) {
+	c.idleAt = time.Now()
+	t.mu.Lock()
+	list := t.idle[c.key]
+	if t.closed || int64(len(list)) >= t.maxIdle.Load() {
+		t.mu.Unlock()
+		c.close()
+		return
+	}
+	t.idle[c.key] = append(list, c)
+	t.nIdle++
+	if t.sweep == nil {
+		t.sweep = time.AfterFunc(t.idleTimeout, t.sweepIdle)
+	}
+	t.mu.Unlock()
+}
+
+// sweepIdle closes the connections idle for IdleTimeout and arms itself
+// again while some stay idle.
+func (t *Transport) sweepIdle() {
+	now := time.Now()
+	var expired []*conn
+	t.mu.Lock()
+	next := t.idleTimeout
+	for k, list := range t.idle {
+		kept := list[:0]
+		for _, c := range list {
+			if left := t.idleTimeout - now.Sub(c.idleAt); left <= 0 {
+				expired = append(expired, c)
+			} else {
+				kept = append(kept, c)
+				next = min(next, left)
+			}
+		}
+		clear(list[len(kept):])
+		if len(kept) == 0 {
+			delete(t.idle, k)
+		} else {
+			t.idle[k] = kept
+		}
+	}
+	t.nIdle -= len(expired)
+	t.sweep = nil
+	if t.nIdle > 0 {
+		t.sweep = time.AfterFunc(max(next, time.Second), t.sweepIdle)
+	}
+	t.mu.Unlock()
+	for _, c := range expired {
+		c.close()
+	}
+}
+
+// dial opens a connection to addr (TLS for https).
+func (t *Transport) dial(ctx context.Context, key, addr string, u *url.URL) (*conn, error) {
+	nc, err := t.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	raw := rawConnOf(nc)
+	if u.Scheme == "https" {
+		cfg := t.tls.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName = u.Hostname()
+		}
+		cfg.NextProtos = []string{"http/1.1"}
+		tc := tls.Client(nc, cfg)
+		hctx, cancel := context.WithTimeout(ctx, t.handshake)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			_ = nc.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
+		nc = tc
+	}
+	c := &conn{t: t, key: key, nc: nc, raw: raw}
+	c.br = bufio.NewReaderSize(countingReader{c}, t.readBuf)
+	return c, nil
+}
+
+// rawConnOf is the socket under nc, for the liveness check; nil when it
+// has none.
+func rawConnOf(nc net.Conn) syscall.RawConn {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// conn is one keep-alive connection. It is used by one request at a time.
+type conn struct {
+	t      *Transport
+	key    string
+	nc     net.Conn
+	raw    syscall.RawConn
+	br     *bufio.Reader
+	idleAt time.Time
+	// read and written count the bytes of the request under way, for the
+	// retry rule.
+	read, written int64
+	closeOnce     sync.Once
+}
+
+type countingReader struct{ c *conn }
+
+func (r countingReader) Read(p []byte) (int, error) {
+	n, err := r.c.nc.Read(p)
+	r.c.read += int64(n)
+	return n, err
+}
+
+type countingWriter struct{ c *conn }
+
+func (w countingWriter) Write(p []byte) (int, error) {
+	n, err := w.c.nc.Write(p)
+	w.c.written += int64(n)
+	return n, err
+}
+
+func (c *conn) close() { c.closeOnce.Do(func() { _ = c.nc.Close() }) }
+
+// aLongTimeAgo is a deadline in the past: it makes a blocked read or write
+// return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// roundTrip writes req and reads the head of its answer.
+func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
+	c.read, c.written = 0, 0
+	bw, _ := c.t.writers.Get().(*bufio.Writer)
+	if bw == nil {
+		bw = bufio.NewWriterSize(countingWriter{c}, 4096)
+	} else {
+		bw.Reset(countingWriter{c})
+	}
+	err := req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	bw.Reset(nil)
+	c.t.writers.Put(bw)
+	if err != nil {
+		return nil, c.fail(ctx, stop, fmt.Errorf("writing the request: %w", err))
+	}
+	var resp *http.Response
+	for {
+		resp, err = http.ReadResponse(c.br, req)
+		if err != nil {
+			return nil, c.fail(ctx, stop, fmt.Errorf("reading the answer: %w", err))
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			_ = resp.Body.Close()
+			return nil, c.fail(ctx, stop, errors.New("h1: the server switched protocols, which this transport does not do"))
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode < 100 {
+			break
+		}
+		// 1xx (100 Continue, 103 Early Hints): the final answer follows.
+	}
+	keep := !resp.Close && !req.Close
+	if resp.Body == http.NoBody || resp.Body == nil {
+		c.finish(stop, keep)
+		return resp, nil
+	}
+	resp.Body = &body{rc: resp.Body, c: c, stop: stop, keep: keep, ctx: ctx}
+	return resp, nil
+}
+
+// fail drops the connection after a failed request, returning ctx's error
+// when that is why it failed.
+func (c *conn) fail(ctx context.Context, stop func() bool, err error) error {
+	stop()
+	c.close()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// finish gives the connection back, or drops it when it cannot be reused
+// or the request's context fired (its deadline is then in the past).
+func (c *conn) finish(stop func() bool, keep bool) {
+	if !stop() || !keep {
+		c.close()
+		return
+	}
+	c.t.putIdle(c)
+}
+
+// maxDrain is how much of an answer not read to its end is read at Close
+// so that the connection can be reused (net/http reads up to 256 KB).
+const maxDrain = 256 << 10
+
+// body is an answer's body: its end (or Close) gives the connection back.
+type body struct {
+	rc   io.ReadCloser
+	c    *conn
+	stop func() bool
+	keep bool
+	ctx  context.Context
+	done atomic.Bool
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	if b.done.Load() {
+		return 0, errors.New("h1: read on a closed body")
+	}
+	n, err := b.rc.Read(p)
+	switch {
+	case err == io.EOF:
+		b.end(true)
+	case err != nil:
+		b.end(false)
+		if b.ctx.Err() != nil {
+			err = b.ctx.Err()
+		}
+	}
+	return n, err
+}
+
+// Close reads what is left of a short answer (so the connection is kept)
+// and gives the connection back, or drops it.
+func (b *body) Close() error {
+	if b.done.Load() {
+		return nil
+	}
+	// A server that stalls mid-answer must not hold the caller: the drain
+	// gets a second, then the connection is dropped.
+	_ = b.c.nc.SetReadDeadline(time.Now().Add(time.Second))
+	n, err := io.CopyN(io.Discard, b.rc, maxDrain+1)
+	ok := err == io.EOF && n <= maxDrain && b.c.nc.SetReadDeadline(time.Time{}) == nil
+	b.end(ok)
+	return nil
+}
+
+func (b *body) end(reusable bool) {
+	if b.done.Swap(true) {
+		return
+	}
+	b.c.finish(b.stop, reusable && b.keep)
+}
+
+// EnvTransport is the environment variable that turns this transport off:
+// PIPES_HTTP_TRANSPORT=net/http sends every request through net/http's
+// Transport, as before it existed.
+const EnvTransport = "PIPES_HTTP_TRANSPORT"
+
+// Enabled reports whether pipes' clients use this transport: unless
+// PIPES_HTTP_TRANSPORT=net/http, or a proxy is configured (then every
+// request would go to net/http anyway).
+func Enabled() bool {
+	return os.Getenv(EnvTransport) != "net/http" && !ProxyConfigured()
+}
