@@ -12,7 +12,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/procs"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 )
@@ -123,6 +126,15 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 	if limit, gc := pipe.ApplyMemoryLimit(f.maxInflightBytes, os.Getenv); limit > 0 {
 		log.Debug("the Go memory limit follows --max-inflight-bytes (GOMEMLIMIT and GOGC override it)", "memory_limit_bytes", limit, "gc_percent", gc)
 	}
+	// GOMAXPROCS follows the CPU the pipes use (the environment variable
+	// overrides it): fewer idle threads woken to spin on every answer. Not
+	// in a test binary, whose tests run many pipes side by side.
+	sizeCtx, stopSizing := context.WithCancel(ctx)
+	var sizing sync.WaitGroup
+	if !testing.Testing() {
+		sizing.Go(func() { procs.Run(sizeCtx, os.Getenv, log) })
+	}
+	defer func() { stopSizing(); sizing.Wait() }()
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	env := pipes.Env{
