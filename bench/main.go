@@ -57,6 +57,7 @@ type options struct {
 
 	heapProfiles string // -heap-profiles: a folder for the heap scenario's profiles
 	cpuProfiles  string // -cpu-profiles: a folder for CPU profiles of a same-job drain
+	pipesEnv     string // -pipes-env: K=V,… added to the pipes runner's environment
 
 	memConc    int
 	memSize    int
@@ -100,6 +101,7 @@ func run() error {
 	sameConc := flag.String("samejob-concurrency", "4,16", "concurrencies of the same-job comparison (comma-separated)")
 	flag.IntVar(&o.sameRounds, "samejob-rounds", 3, "rounds of the same-job comparison at each concurrency (the runners' order rotates; medians are reported)")
 	flag.StringVar(&o.benthos, "benthos", "", "a Benthos v4 binary to measure in the same-job comparison (built outside the repository)")
+	flag.StringVar(&o.pipesEnv, "pipes-env", "", "K=V pairs, comma-separated, added to the environment of the pipes runner (GOMAXPROCS=2: without the scheduler sizing; PIPES_HTTP_TRANSPORT=net/http: without internal/h1)")
 	flag.StringVar(&o.cpuProfiles, "cpu-profiles", "", "a folder where the samejob scenario saves CPU profiles of one more drain by pipes' runtime (bench/heapprobe) and by the same-job consumer at each concurrency")
 	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "a folder where the heap scenario saves a heap profile of each level (go tool pprof)")
 	flag.IntVar(&o.memConc, "memory-concurrency", 1000, "concurrent batches of the memory runs")
@@ -209,7 +211,7 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 		return fmt.Errorf("creating a temporary folder: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	h := &harness{o: o, root: root, tmp: tmp, resultsDir: dir, kids: &children{}}
+	h := &harness{o: o, root: root, tmp: tmp, resultsDir: dir, kids: &children{pipesEnv: splitEnv(o.pipesEnv)}}
 	defer h.kids.killAll()
 	progress("building pipes, the minimal consumer and the same-job consumer")
 	h.pipesBin = filepath.Join(tmp, "pipes")
@@ -370,4 +372,15 @@ func contains(xs []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// splitEnv splits -pipes-env's comma-separated K=V pairs.
+func splitEnv(s string) []string {
+	var out []string
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv != "" {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

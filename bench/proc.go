@@ -27,6 +27,9 @@ type child struct {
 // children tracks the running children so that they are killed when the
 // harness exits early. Safe for concurrent use.
 type children struct {
+	// pipesEnv is added to the environment of the pipes runner (-pipes-env).
+	pipesEnv []string
+
 	mu   sync.Mutex
 	live map[*child]struct{}
 }
@@ -41,6 +44,9 @@ func (cs *children) start(name, logPath string, args ...string) (*child, error) 
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=x", "AWS_SECRET_ACCESS_KEY=x", "AWS_REGION=us-east-1",
 		"AWS_EC2_METADATA_DISABLED=true", "AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null")
+	if name == "pipes" {
+		cmd.Env = append(cmd.Env, cs.pipesEnv...)
+	}
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	if err := cmd.Start(); err != nil {
@@ -102,6 +108,19 @@ func (c *child) cpuSeconds() float64 {
 		return 0
 	}
 	return st.UserTime().Seconds() + st.SystemTime().Seconds()
+}
+
+// usage is an ended child's user and system CPU seconds and its context
+// switches (voluntary and not, all threads): where its CPU went.
+func (c *child) usage() (user, sys float64, switches int64) {
+	st := c.cmd.ProcessState
+	if st == nil {
+		return 0, 0, 0
+	}
+	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+		switches = ru.Nvcsw + ru.Nivcsw
+	}
+	return st.UserTime().Seconds(), st.SystemTime().Seconds(), switches
 }
 
 // procCPU reads a running process's user+system CPU seconds from

@@ -206,8 +206,9 @@ func (h *harness) drainAt(ctx context.Context, runner string, rep, conc int) (dr
 	if items1 > items0 {
 		out.run.DrainCPUPer1000 = (cpu1 - cpu0) / float64(items1-items0) * 1000
 	}
-	progress(fmt.Sprintf("%s c%d run %d: %d msgs in %.2f s = %.0f msgs/s, CPU %.3f s (%.4f s/1000; %.4f s/1000 while draining), server CPU %.0f%% of a core, delivered %d",
-		runner, conc, rep, o.n, elapsed, out.run.MsgsPerSec, out.run.CPUSeconds, out.run.CPUPer1000, out.run.DrainCPUPer1000, 100*out.run.ServerCPUShare, delivered))
+	user, sys, switches := c.usage()
+	progress(fmt.Sprintf("%s c%d run %d: %d msgs in %.2f s = %.0f msgs/s, CPU %.3f s (%.4f s/1000; %.4f s/1000 while draining; user %.3f s, system %.3f s, %.2f context switches a message), server CPU %.0f%% of a core, delivered %d",
+		runner, conc, rep, o.n, elapsed, out.run.MsgsPerSec, out.run.CPUSeconds, out.run.CPUPer1000, out.run.DrainCPUPer1000, user, sys, float64(switches)/float64(o.n), 100*out.run.ServerCPUShare, delivered))
 	// Abandoned long polls of the stopped runner end within the wait time.
 	time.Sleep(o.wait + 500*time.Millisecond)
 	return out, nil
