@@ -174,7 +174,7 @@ func TestIdleConnectionClosedByTheServer(t *testing.T) {
 }
 
 // rawServer serves each connection with handle, on a loopback port.
-func rawServer(t *testing.T, handle func(c net.Conn, n int)) string {
+func rawServer(t testing.TB, handle func(c net.Conn, n int)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -520,4 +520,42 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzAnswer serves whatever bytes the fuzzer makes as the answer to one
+// request: the transport returns an answer or an error, and never panics
+// nor hangs past the request's deadline.
+func FuzzAnswer(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+		"HTTP/1.0 200 OK\r\n\r\nuntil the end",
+		"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\nshort",
+	} {
+		f.Add([]byte(s))
+	}
+	answers := make(chan []byte, 1)
+	url := rawServer(f, func(c net.Conn, _ int) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+			c.Write(<-answers)
+		}
+	})
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		answers <- answer
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		req.Close = true // one connection per input: the server closes it
+		resp, err := New(Options{}).RoundTrip(req)
+		if err != nil {
+			select {
+			case <-answers: // not taken: no request reached the server
+			default:
+			}
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	})
 }
