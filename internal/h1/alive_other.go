@@ -5,4 +5,4 @@ package h1
 // alive reports whether an idle connection may be reused. Without a
 // non-blocking peek here, a connection the server closed is found out by
 // the request written to it (see RoundTrip's retry rule).
-func (c *conn) alive() bool { return c.br.Buffered() == 0 }
+func (c *conn) alive() bool { return true }

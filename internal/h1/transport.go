@@ -73,6 +73,7 @@ type Transport struct {
 	fallback     http.RoundTripper
 
 	writers sync.Pool // *bufio.Writer, held only while a request is written
+	readers sync.Pool // *bufio.Reader of readBuf bytes, held only while a request is under way
 
 	mu     sync.Mutex
 	idle   map[string][]*conn // by scheme://host:port, most recently used last
@@ -317,8 +318,18 @@ func (t *Transport) popIdle(key string) *conn {
 }
 
 // putIdle keeps c for the next request to its host, or closes it when the
-// host has MaxIdlePerHost idle already.
+// host has MaxIdlePerHost idle already or the server sent more than the
+// answer. An idle connection holds no read buffer.
 func (t *Transport) putIdle(c *conn) {
+	if c.br != nil {
+		if c.br.Buffered() > 0 {
+			c.close()
+			return
+		}
+		c.br.Reset(nil)
+		t.readers.Put(c.br)
+		c.br = nil
+	}
 	c.idleAt = time.Now()
 	t.mu.Lock()
 	list := t.idle[c.key]
@@ -393,9 +404,7 @@ func (t *Transport) dial(ctx context.Context, key, addr string, u *url.URL) (*co
 		}
 		nc = tc
 	}
-	c := &conn{t: t, key: key, nc: nc, raw: raw}
-	c.br = bufio.NewReaderSize(countingReader{c}, t.readBuf)
-	return c, nil
+	return &conn{t: t, key: key, nc: nc, raw: raw}, nil
 }
 
 // rawConnOf is the socket under nc, for the liveness check; nil when it
@@ -418,7 +427,7 @@ type conn struct {
 	key    string
 	nc     net.Conn
 	raw    syscall.RawConn
-	br     *bufio.Reader
+	br     *bufio.Reader // while a request is under way; nil when idle
 	idleAt time.Time
 	// read and written count the bytes of the request under way, for the
 	// retry rule.
@@ -453,6 +462,14 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
 	c.read, c.written = 0, 0
+	if c.br == nil {
+		if br, _ := c.t.readers.Get().(*bufio.Reader); br != nil {
+			br.Reset(countingReader{c})
+			c.br = br
+		} else {
+			c.br = bufio.NewReaderSize(countingReader{c}, c.t.readBuf)
+		}
+	}
 	bw, _ := c.t.writers.Get().(*bufio.Writer)
 	if bw == nil {
 		bw = bufio.NewWriterSize(countingWriter{c}, 4096)

@@ -336,7 +336,17 @@ func (c *Client) do(ctx context.Context, req Request) (int, []byte, error) {
 		hr.Host = c.host
 	}
 
-	resp, err := c.client.Do(hr)
+	var resp *http.Response
+	if c.transport != nil && hr.URL.User == nil {
+		// Our own client follows no redirect and has no cookie jar:
+		// http.Client would only copy the header and the URL of every
+		// request (for redirects) before handing it to the transport. (A
+		// URL with a user goes through it: it turns the user into a Basic
+		// Authorization header.)
+		resp, err = c.transport.RoundTrip(hr)
+	} else {
+		resp, err = c.client.Do(hr)
+	}
 	if err != nil {
 		// url.Error repeats the method and the full URL (query included):
 		// keep only its cause.
