@@ -69,7 +69,7 @@ type options struct {
 // defaultScenarios run unless -scenarios says otherwise; allScenarios adds
 // the optional ones.
 var (
-	defaultScenarios = []string{"throughput", "samejob", "calls", "idle", "scaleup", "memory", "heap"}
+	defaultScenarios = []string{"throughput", "samejob", "calls", "ratelimit", "idle", "scaleup", "memory", "heap"}
 	allScenarios     = append(defaultScenarios[:len(defaultScenarios):len(defaultScenarios)], "trickle")
 )
 
@@ -279,6 +279,7 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 		{"scaleup", h.scaleUp},
 		{"memory", h.memory},
 		{"heap", h.heap},
+		{"ratelimit", h.rateLimited},
 		{"trickle", h.trickle},
 	}
 	var errs []error

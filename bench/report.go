@@ -104,6 +104,10 @@ func writeReport(w io.Writer, r *Results) error {
 			fmt.Sprintf("%.0f B (%.2f × body; %s → %s)", hp.PerMessage, hp.PerMessage/float64(hp.Size), mib(float64(hp.LoHeap)), mib(float64(hp.HiHeap))),
 			fmt.Sprintf("≤ 1.2 × body + 2 KB = %.0f B", hp.Target), yes(hp.PerMessage <= hp.Target))
 	}
+	if rl := r.RateLimit; rl != nil {
+		row(fmt.Sprintf("ReceiveMessage calls per message at rate_limit %.0f (%d msgs, concurrency %d)", rl.RateLimit, rl.Messages, rl.Concurrency),
+			fmt.Sprintf("%.3f (%.0f calls; %.1f msgs/s)", rl.ReceivesPerMessage, rl.Receives, rl.MsgsPerSec), "≤ 0.11", yes(rl.ReceivesPerMessage <= 0.11))
+	}
 	if t := r.Trickle; t != nil {
 		row(fmt.Sprintf("ReceiveMessage calls for one message reaching an idle pipe at concurrency %.0f (wait %s)", t.ConcurrencyBefore, t.WaitTime),
 			fmt.Sprintf("%.0f (and %.0f from start until idle)", t.ReceivesForOne, t.StartupReceives), "", nil)

@@ -32,6 +32,18 @@ type Results struct {
 	Memory     []MemoryResult    `json:"memory,omitempty"`
 	Heap       []HeapResult      `json:"heap,omitempty"`
 	Trickle    *TrickleResult    `json:"trickle,omitempty"`
+	RateLimit  *RateLimitResult  `json:"ratelimit,omitempty"`
+}
+
+// RateLimitResult is a drain under the source's rate_limit.
+type RateLimitResult struct {
+	RateLimit          float64 `json:"rate_limit"`
+	Messages           int     `json:"messages"`
+	Concurrency        int     `json:"concurrency"`
+	Seconds            float64 `json:"seconds"`
+	MsgsPerSec         float64 `json:"msgs_per_sec"`
+	Receives           float64 `json:"receives"`
+	ReceivesPerMessage float64 `json:"receives_per_message"`
 }
 
 // TrickleResult is the cost of one message reaching an idle pipe that
