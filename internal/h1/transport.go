@@ -14,7 +14,8 @@
 // proxy (HTTP_PROXY and friends), with "Expect: 100-continue" or of another
 // scheme are handed to a net/http Transport (Fallback), and answers are not
 // decompressed on the fly (no Accept-Encoding is added). A connection is
-// checked before it is reused (a closed one is dropped, not written to), and
+// checked before it is reused (one the server closed is dropped, not
+// written to), and
 // a request that fails on a reused connection before any answer arrived is
 // sent again on a new one when that is safe (see RoundTrip).
 package h1
@@ -72,7 +73,10 @@ type Transport struct {
 	fallbackOnce sync.Once
 	fallback     http.RoundTripper
 
-	writers sync.Pool // *bufio.Writer, held only while a request is written
+	// writers hold *bufio.Writer of 4 KB, bigWriters of 64 KB (for bodies
+	// over 3 KB), only while a request is written: a request up to 64 KB
+	// leaves in one write system call.
+	writers, bigWriters sync.Pool
 	readers sync.Pool // *bufio.Reader of readBuf bytes, held only while a request is under way
 
 	mu     sync.Mutex
@@ -470,9 +474,16 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 			c.br = bufio.NewReaderSize(countingReader{c}, c.t.readBuf)
 		}
 	}
-	bw, _ := c.t.writers.Get().(*bufio.Writer)
+	// One write system call per request where it fits: on loopback each
+	// write also runs the receiver's side of TCP and wakes it, on the
+	// writer's CPU.
+	pool, size := &c.t.writers, 4<<10
+	if req.ContentLength > 3<<10 {
+		pool, size = &c.t.bigWriters, 64<<10
+	}
+	bw, _ := pool.Get().(*bufio.Writer)
 	if bw == nil {
-		bw = bufio.NewWriterSize(countingWriter{c}, 4096)
+		bw = bufio.NewWriterSize(countingWriter{c}, size)
 	} else {
 		bw.Reset(countingWriter{c})
 	}
@@ -481,7 +492,7 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		err = bw.Flush()
 	}
 	bw.Reset(nil)
-	c.t.writers.Put(bw)
+	pool.Put(bw)
 	if err != nil {
 		return nil, c.fail(ctx, stop, fmt.Errorf("writing the request: %w", err))
 	}
