@@ -23,7 +23,7 @@ type pipeSpec struct {
 	rate     int // 0 keeps the default scale_up_per_minute
 	// rateLimit is the source's rate_limit (0: none).
 	rateLimit int
-	budget   int64
+	budget    int64
 	// budgetSet passes budget as --max-inflight-bytes (0: no limit);
 	// otherwise pipes runs with its default budget, as users run it.
 	budgetSet bool

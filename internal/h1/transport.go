@@ -77,7 +77,7 @@ type Transport struct {
 	// over 3 KB), only while a request is written: a request up to 64 KB
 	// leaves in one write system call.
 	writers, bigWriters sync.Pool
-	readers sync.Pool // *bufio.Reader of readBuf bytes, held only while a request is under way
+	readers             sync.Pool // *bufio.Reader of readBuf bytes, held only while a request is under way
 
 	mu     sync.Mutex
 	idle   map[string][]*conn // by scheme://host:port, most recently used last
