@@ -10,11 +10,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pipesproject/pipes/internal/procs"
 )
 
 // countConns counts the connections a test server accepted.
@@ -493,30 +496,55 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // BenchmarkRoundTrip compares a small POST round trip over this transport
-// and over net/http's, against one in-process server (so the figures
-// include the server's share).
+// and over net/http's, against a server in the same process (the figures
+// include the server's share), at GOMAXPROCS 1 (where `pipes run` sizes
+// the scheduler at such loads) and 2. cpu-ns/op is the process's CPU per
+// round trip. At 2 the client and the server hand the processors back and
+// forth within one process, which costs h1 more than net/http (whose extra
+// goroutines keep both busy); across processes, as pipes runs, h1 costs
+// less (see bench's same-job figures).
 func BenchmarkRoundTrip(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Length", "2")
-		io.WriteString(w, "{}")
-	}))
-	defer srv.Close()
 	body := bytes.Repeat([]byte("x"), 2000)
-	for _, tc := range []struct {
+	type transport struct {
 		name string
-		tr   http.RoundTripper
-	}{{"h1", New(Options{})}, {"net-http", &http.Transport{MaxIdleConnsPerHost: 100}}} {
+		tr   func() http.RoundTripper
+	}
+	var cases []transport
+	for _, p := range []int{1, 2} {
+		cases = append(cases,
+			transport{fmt.Sprintf("h1/procs=%d", p), func() http.RoundTripper { return New(Options{}) }},
+			transport{fmt.Sprintf("net-http/procs=%d", p), func() http.RoundTripper { return &http.Transport{MaxIdleConnsPerHost: 100} }})
+	}
+	for _, tc := range cases {
+		procsWanted := 1
+		if strings.HasSuffix(tc.name, "=2") {
+			procsWanted = 2
+		}
 		b.Run(tc.name, func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procsWanted))
+			// A server and a transport of its own: the other's connections
+			// and goroutines are not in the figures.
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Length", "2")
+				io.WriteString(w, "{}")
+			}))
+			defer srv.Close()
+			tr := tc.tr()
+			defer tr.(interface{ CloseIdleConnections() }).CloseIdleConnections()
 			b.ReportAllocs()
+			cpu0, _ := procs.ProcessCPU()
 			for b.Loop() {
 				req, _ := http.NewRequest("POST", srv.URL, bytes.NewReader(body))
-				resp, err := tc.tr.RoundTrip(req)
+				resp, err := tr.RoundTrip(req)
 				if err != nil {
 					b.Fatal(err)
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
+			}
+			if cpu1, ok := procs.ProcessCPU(); ok {
+				b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 			}
 		})
 	}

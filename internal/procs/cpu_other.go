@@ -4,5 +4,5 @@ package procs
 
 import "time"
 
-// processCPU cannot be read here: Run leaves GOMAXPROCS alone.
-func processCPU() (time.Duration, bool) { return 0, false }
+// ProcessCPU cannot be read here (ok false): Run leaves GOMAXPROCS alone.
+func ProcessCPU() (time.Duration, bool) { return 0, false }

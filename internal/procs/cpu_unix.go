@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// processCPU is the process's user and system CPU time so far.
-func processCPU() (time.Duration, bool) {
+// ProcessCPU is the process's user and system CPU time so far (all its
+// threads); ok is false where it cannot be read.
+func ProcessCPU() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false

@@ -83,7 +83,7 @@ func Run(ctx context.Context, getenv func(string) string, log *slog.Logger) {
 		return
 	}
 	max := runtime.GOMAXPROCS(0)
-	cpu, ok := processCPU()
+	cpu, ok := ProcessCPU()
 	if max <= 1 || !ok {
 		return
 	}
@@ -98,7 +98,7 @@ func Run(ctx context.Context, getenv func(string) string, log *slog.Logger) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			cpu, _ := processCPU()
+			cpu, _ := ProcessCPU()
 			n := s.Next(cpu, now.Sub(last))
 			last = now
 			if n != runtime.GOMAXPROCS(0) {
