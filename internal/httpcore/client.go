@@ -113,8 +113,8 @@ type Client struct {
 // in flight now (a pipe's concurrency). When that falls to half of the
 // highest since the last time, the client's idle keep-alive connections
 // are closed: after a burst at concurrency 1000, a pipe back at 10 does
-// not keep a thousand connections (16 KB of buffers each) open for the
-// idle timeout; the few it needs are dialled again. It does nothing with
+// not keep a thousand connections (a socket each, and 16 KB of buffers
+// with net/http's transport) open for the idle timeout; the few it needs are dialled again. It does nothing with
 // Config.Client (not ours). It does not block; it is safe for concurrent
 // use.
 func (c *Client) FollowConcurrency(n int) {
