@@ -24,6 +24,9 @@ type decoder struct {
 	skip map[Pos]string
 	// placeholder is set by the lookup when it made one up.
 	placeholder bool
+	// envValues are the non-empty values of the variables interpolated so
+	// far (see Pipe.EnvValues).
+	envValues []string
 	// rec, when set, notes every block and key the decoder reads, for
 	// Schema.
 	rec *recorder
@@ -203,6 +206,15 @@ func (s scalar) got() string {
 // quotes is fine: the environment only holds strings.)
 func (s scalar) literalString() bool { return s.quoted && !s.interpolated }
 
+// recordingLookup is d.lookup noting the values it gives.
+func (d *decoder) recordingLookup(name string) (string, bool) {
+	v, ok := d.lookup(name)
+	if ok && v != "" {
+		d.envValues = append(d.envValues, v)
+	}
+	return v, ok
+}
+
 // scalarOf interpolates the scalar n. It reports and returns false when n is
 // not a scalar (want names the expected type) or interpolation fails; it
 // returns false without a report for null.
@@ -216,7 +228,7 @@ func (d *decoder) scalarOf(n *yaml.Node, field, want string) (scalar, bool) {
 		return scalar{}, false
 	}
 	d.placeholder = false
-	text, used, err := expand(n.Value, d.lookup)
+	text, used, err := expand(n.Value, d.recordingLookup)
 	if d.placeholder {
 		d.skipAt(d.pos(n), field)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -110,6 +111,7 @@ func (d *decoder) pipe(n *yaml.Node, path, dir string) (parsed, bool) {
 		return parsed{}, false
 	}
 	p := Pipe{Pos: b.pos, Dir: dir}
+	envFrom := len(d.envValues)
 	name, ok := d.scalarOf(b.vals["name"], b.field("name"), "a string")
 	switch {
 	case !b.has("name"):
@@ -155,6 +157,9 @@ func (d *decoder) pipe(n *yaml.Node, path, dir string) (parsed, bool) {
 	if lb := b.sub("logging", []string{"level", "include_execution_data"}); lb != nil {
 		p.Logging.Level = lb.enum("level", "error", "off", "error", "info", "trace")
 		p.Logging.IncludeExecutionData = lb.boolean("include_execution_data", false)
+	}
+	if vals := d.envValues[envFrom:]; len(vals) > 0 {
+		p.EnvValues = slices.Compact(slices.Sorted(slices.Values(vals)))
 	}
 	return parsed{pipe: p, namePos: b.at("name"), nameField: b.field("name")}, true
 }

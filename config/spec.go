@@ -47,6 +47,11 @@ type Pipe struct {
 	// against which relative paths (preload files) are resolved.
 	Pos Pos
 	Dir string
+	// EnvValues are the values of the environment variables interpolated
+	// into the pipe's text (`${VAR}`), sorted: the status page masks those
+	// that stand in free text (templates, filters), where a secret may have
+	// been put. Never printed.
+	EnvValues []string `json:"-"`
 }
 
 // Source is the `source:` block.

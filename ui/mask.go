@@ -28,11 +28,20 @@ type Setting struct {
 // Settings lists the pipe's configuration (the values that are set) with
 // its secrets masked: every header value (they are where credentials from
 // the environment go), every query parameter value, the password and the
-// query values of every URL, and any field named like a token, secret or
-// password. Positions in the file are left out.
+// query values of every URL, any field named like a token, secret or
+// password, and, wherever it appears, the value of an environment variable
+// interpolated into free text (an input template, a filter: see
+// freeTextSecrets). Positions in the file are left out.
 func Settings(p config.Pipe) []Setting {
 	var out []Setting
 	walk(&out, "", "", reflect.ValueOf(p))
+	if free := scrub.New(freeTextSecrets(p)...); len(free) > 0 {
+		for i := range out {
+			if out[i].Value != Masked {
+				out[i].Value = strings.ReplaceAll(free.Text(out[i].Value), scrub.Placeholder, Masked)
+			}
+		}
+	}
 	return out
 }
 
@@ -41,11 +50,85 @@ func Settings(p config.Pipe) []Setting {
 func Secrets(p config.Pipe) scrub.Secrets {
 	var vals []string
 	collect(&vals, "", reflect.ValueOf(p))
-	return scrub.New(vals...)
+	return scrub.New(append(vals, freeTextSecrets(p)...)...)
+}
+
+// minEnvSecret is the shortest interpolated value taken for a secret:
+// shorter ones ("1", "us") would blank out ordinary text.
+const minEnvSecret = 4
+
+// freeTextSecrets are the values of environment variables interpolated
+// into the pipe's free text: input templates, filter patterns, jq and expr
+// programs, where a key or token may have been put (`"key": "${API_KEY}"`).
+// A variable used only for a queue URL or a region is not one: the page
+// keeps showing those.
+func freeTextSecrets(p config.Pipe) []string {
+	if len(p.EnvValues) == 0 {
+		return nil
+	}
+	var free []string
+	collectFreeText(&free, "", reflect.ValueOf(p))
+	var out []string
+	for _, v := range p.EnvValues {
+		if len(v) < minEnvSecret {
+			continue
+		}
+		for _, f := range free {
+			if strings.Contains(f, v) {
+				out = append(out, v)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// freeTextField reports whether a field holds free text.
+func freeTextField(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"template", "pattern", "jq", "expr"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// collectFreeText gathers the strings of v's free-text fields.
+func collectFreeText(out *[]string, name string, v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			collectFreeText(out, name, v.Elem())
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			if f := t.Field(i); !skipField(f) {
+				collectFreeText(out, f.Name, v.Field(i))
+			}
+		}
+	case reflect.Map:
+		if freeTextField(name) {
+			for _, k := range v.MapKeys() {
+				*out = append(*out, fmt.Sprint(v.MapIndex(k).Interface()))
+			}
+		}
+	case reflect.Slice:
+		if freeTextField(name) {
+			for i := range v.Len() {
+				*out = append(*out, fmt.Sprint(v.Index(i).Interface()))
+			}
+		}
+	case reflect.String:
+		if freeTextField(name) {
+			*out = append(*out, v.String())
+		}
+	}
 }
 
 func skipField(f reflect.StructField) bool {
-	return !f.IsExported() || f.Name == "Dir" || strings.HasSuffix(f.Name, "Pos")
+	return !f.IsExported() || f.Name == "Dir" || f.Name == "EnvValues" || strings.HasSuffix(f.Name, "Pos")
 }
 
 func secretName(name string) bool {

@@ -3,6 +3,8 @@ package ui
 import (
 	"strings"
 	"testing"
+
+	"github.com/pipesproject/pipes/config"
 )
 
 func TestMaskText(t *testing.T) {
@@ -58,4 +60,57 @@ func FuzzMaskText(f *testing.F) {
 			t.Fatalf("urlSecrets(%q) = %q lacks the password", in, urlSecrets(in))
 		}
 	})
+}
+
+// TestAVariableInFreeTextIsMasked: a key interpolated into an input
+// template or a filter is masked wherever the settings show it, and
+// scrubbed from texts; a variable used for the queue URL or the region only
+// is shown, and so is a short value.
+func TestAVariableInFreeTextIsMasked(t *testing.T) {
+	env := map[string]string{
+		"API_KEY":   "k-3f9a7c2e11",
+		"TENANT":    "acme-tenant-42",
+		"QUEUE_URL": "http://127.0.0.1:9324/000000000000/orders",
+		"REGION":    "eu-west-1",
+		"ONE":       "1",
+	}
+	yaml := `name: orders
+source:
+  type: sqs
+  queue_url: ${QUEUE_URL}
+  region: ${REGION}
+filter:
+  patterns:
+    - '{"body": {"tenant": ["${TENANT}"]}}'
+target:
+  type: http
+  url: http://127.0.0.1:9/hook
+  input_template: '{"key": "${API_KEY}", "n": ${ONE}, "order": <$.body>}'
+`
+	specs, err := config.Loader{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}.Parse("pipe.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, s := range Settings(specs[0]) {
+		all.WriteString(s.Key + "=" + s.Value + "\n")
+	}
+	page := all.String()
+	for _, secret := range []string{env["API_KEY"], env["TENANT"]} {
+		if strings.Contains(page, secret) {
+			t.Errorf("the settings show %q:\n%s", secret, page)
+		}
+	}
+	for _, shown := range []string{env["QUEUE_URL"], env["REGION"], `"n": 1`} {
+		if !strings.Contains(page, shown) {
+			t.Errorf("the settings hide %q, which stands in no free text or is too short to be a secret:\n%s", shown, page)
+		}
+	}
+	if !strings.Contains(page, Masked) {
+		t.Errorf("nothing masked:\n%s", page)
+	}
+	msg := Secrets(specs[0]).Text("rendering {\"key\": \"" + env["API_KEY"] + "\"} failed")
+	if strings.Contains(msg, env["API_KEY"]) {
+		t.Errorf("Secrets left the key in %q", msg)
+	}
 }
