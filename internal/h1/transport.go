@@ -436,12 +436,26 @@ type conn struct {
 	// read and written count the bytes of the request under way, for the
 	// retry rule.
 	read, written int64
-	closeOnce     sync.Once
+	// head is set while an answer's head is read: it may not pass
+	// maxHeadBytes (net/http's MaxResponseHeaderBytes default).
+	head      bool
+	closeOnce sync.Once
 }
+
+// maxHeadBytes bounds the head of an answer (status line and headers),
+// with the read buffer's worth of body that may come with it.
+const maxHeadBytes = 1 << 20
+
+// errHeadTooLarge ends the read of an answer whose head passes
+// maxHeadBytes.
+var errHeadTooLarge = fmt.Errorf("h1: the answer's head is larger than %d bytes", maxHeadBytes)
 
 type countingReader struct{ c *conn }
 
 func (r countingReader) Read(p []byte) (int, error) {
+	if r.c.head && r.c.read > maxHeadBytes+int64(r.c.t.readBuf) {
+		return 0, errHeadTooLarge
+	}
 	n, err := r.c.nc.Read(p)
 	r.c.read += int64(n)
 	return n, err
@@ -494,11 +508,16 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	bw.Reset(nil)
 	pool.Put(bw)
 	if err != nil {
+		if resp := c.earlyAnswer(ctx, req, stop); resp != nil {
+			return resp, nil
+		}
 		return nil, c.fail(ctx, stop, fmt.Errorf("writing the request: %w", err))
 	}
 	var resp *http.Response
 	for {
+		c.head = true
 		resp, err = http.ReadResponse(c.br, req)
+		c.head = false
 		if err != nil {
 			return nil, c.fail(ctx, stop, fmt.Errorf("reading the answer: %w", err))
 		}
@@ -518,6 +537,30 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &body{rc: resp.Body, c: c, stop: stop, keep: keep, ctx: ctx}
 	return resp, nil
+}
+
+// earlyAnswer reads, for a second at most, an answer the server sent before
+// it stopped reading the request (a 413 or a 401 to a large body, then a
+// close that broke the write), as net/http does: that answer, not the
+// broken write, is the outcome. The connection is not reused. It returns
+// nil when there is none (the error of the write stands).
+func (c *conn) earlyAnswer(ctx context.Context, req *http.Request, stop func() bool) *http.Response {
+	if ctx.Err() != nil || c.nc.SetReadDeadline(time.Now().Add(time.Second)) != nil {
+		return nil
+	}
+	c.head = true
+	resp, err := http.ReadResponse(c.br, req)
+	c.head = false
+	if err != nil || resp.StatusCode < 200 {
+		return nil
+	}
+	resp.Close = true
+	if resp.Body == http.NoBody || resp.Body == nil {
+		c.finish(stop, false)
+		return resp
+	}
+	resp.Body = &body{rc: resp.Body, c: c, stop: stop, keep: false, ctx: ctx}
+	return resp
 }
 
 // fail drops the connection after a failed request, returning ctx's error

@@ -587,3 +587,47 @@ func FuzzAnswer(f *testing.F) {
 		resp.Body.Close()
 	})
 }
+
+// TestAnAnswerBeforeTheBodyWasRead: a server that answers 413 to a large
+// body without reading it, then closes, breaks the write; its answer, not
+// the broken write, is the outcome (as with net/http), so that the caller
+// sees a client error rather than a connection failure.
+func TestAnAnswerBeforeTheBodyWasRead(t *testing.T) {
+	srv, _ := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+	})
+	tr := New(Options{})
+	body := bytes.Repeat([]byte("x"), 10<<20)
+	for i := range 3 {
+		status, got, _ := do(t, tr, "POST", srv.URL, body)
+		if status != http.StatusRequestEntityTooLarge || got != "too large\n" {
+			t.Fatalf("request %d: got %d %q, want the server's 413", i, status, got)
+		}
+	}
+	// The connection was dropped, not kept: the next request works.
+	if status, _, _ := do(t, tr, "POST", srv.URL, []byte("small")); status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("got %d after the early answers", status)
+	}
+}
+
+// TestAnEndlessHeadIsRefused: a server that sends headers without end
+// gets an error once the head passes 1 MB, as with net/http.
+func TestAnEndlessHeadIsRefused(t *testing.T) {
+	url := rawServer(t, func(c net.Conn, _ int) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := "X-Filler: " + strings.Repeat("y", 1000) + "\r\n"
+		for range 3000 { // 3 MB of headers
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+	})
+	req, _ := http.NewRequest("GET", url, nil)
+	_, err := New(Options{}).RoundTrip(req)
+	if !errors.Is(err, errHeadTooLarge) {
+		t.Fatalf("got %v, want errHeadTooLarge", err)
+	}
+}
