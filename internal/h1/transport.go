@@ -596,15 +596,20 @@ type body struct {
 	keep bool
 	ctx  context.Context
 	done atomic.Bool
+	eof  atomic.Bool // read to its end: later reads give io.EOF again
 }
 
 func (b *body) Read(p []byte) (int, error) {
 	if b.done.Load() {
+		if b.eof.Load() {
+			return 0, io.EOF
+		}
 		return 0, errors.New("h1: read on a closed body")
 	}
 	n, err := b.rc.Read(p)
 	switch {
 	case err == io.EOF:
+		b.eof.Store(true)
 		b.end(true)
 	case err != nil:
 		b.end(false)

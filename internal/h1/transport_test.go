@@ -631,3 +631,26 @@ func TestAnEndlessHeadIsRefused(t *testing.T) {
 		t.Fatalf("got %v, want errHeadTooLarge", err)
 	}
 }
+
+// TestReadsAfterTheEndGiveEOF: a body read to its end keeps answering
+// io.EOF (its connection has gone back to the pool meanwhile).
+func TestReadsAfterTheEndGiveEOF(t *testing.T) {
+	srv, _ := newServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "abc") })
+	req, _ := http.NewRequest("GET", srv.URL, nil)
+	resp, err := New(Options{}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "abc" {
+		t.Fatalf("got %q, %v", b, err)
+	}
+	var p [4]byte
+	for range 2 {
+		if n, err := resp.Body.Read(p[:]); n != 0 || err != io.EOF {
+			t.Fatalf("read after the end: %d, %v; want 0, io.EOF", n, err)
+		}
+	}
+	if err := resp.Body.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
