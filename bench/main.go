@@ -259,6 +259,11 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 		res.Machine, res.Cores = machine()
 		res.Date, res.Command, res.Go, res.Also = date, command, runtime.Version(), nil
 		res.Commit = gitHead(ctx, root)
+		// An optional scenario's figures from an earlier run would read as
+		// this run's: they go unless it runs them too.
+		if !o.scenarios["trickle"] {
+			res.Trickle = nil
+		}
 	} else {
 		also := res.Also[:0]
 		for _, a := range res.Also {
