@@ -10,6 +10,15 @@ import (
 // tcpEstablished is Linux's TCP_ESTABLISHED state (include/net/tcp_states.h).
 const tcpEstablished = 1
 
+// aliveCheck is what a connection keeps for alive, so that a check
+// allocates nothing: the function given to the socket, made once, and what
+// it reads.
+type aliveCheck struct {
+	probe func(fd uintptr)
+	info  [8]byte // the head of struct tcp_info: tcpi_state first
+	state int
+}
+
 // alive reports whether an idle connection is still open: its socket's
 // TCP state, read with getsockopt(TCP_INFO), must still be ESTABLISHED. A
 // server that closed it (FIN: CLOSE_WAIT) or reset it makes it unfit for
@@ -20,15 +29,17 @@ func (c *conn) alive() bool {
 	if c.raw == nil {
 		return true
 	}
-	var info [8]byte // the head of struct tcp_info: tcpi_state first
-	state := -1
-	err := c.raw.Control(func(fd uintptr) {
-		size := uint32(len(info))
-		_, _, errno := syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.IPPROTO_TCP, syscall.TCP_INFO,
-			uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&size)), 0)
-		if errno == 0 && size >= 1 {
-			state = int(info[0])
+	if c.probe == nil {
+		c.probe = func(fd uintptr) {
+			size := uint32(len(c.info))
+			_, _, errno := syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.IPPROTO_TCP, syscall.TCP_INFO,
+				uintptr(unsafe.Pointer(&c.info[0])), uintptr(unsafe.Pointer(&size)), 0)
+			if errno == 0 && size >= 1 {
+				c.state = int(c.info[0])
+			}
 		}
-	})
-	return err == nil && state == tcpEstablished
+	}
+	c.state = -1
+	err := c.raw.Control(c.probe)
+	return err == nil && c.state == tcpEstablished
 }

@@ -70,8 +70,7 @@ type Transport struct {
 	maxIdle     atomic.Int64
 	viaProxy    bool // a proxy is configured in the environment: everything goes to fallback
 
-	fallbackOnce sync.Once
-	fallback     http.RoundTripper
+	fallback http.RoundTripper
 
 	// writers hold *bufio.Writer of 4 KB, bigWriters of 64 KB (for bodies
 	// over 3 KB), only while a request is written: a request up to 64 KB
@@ -114,6 +113,13 @@ func New(o Options) *Transport {
 	}
 	t.SetMaxIdlePerHost(o.MaxIdlePerHost)
 	t.viaProxy = ProxyConfigured()
+	if t.fallback == nil {
+		// A clone opens nothing until it is used.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = t.tls.Clone()
+		tr.MaxIdleConnsPerHost = int(t.maxIdle.Load())
+		t.fallback = tr
+	}
 	return t
 }
 
@@ -158,7 +164,7 @@ func (t *Transport) CloseIdleConnections() {
 	for _, c := range all {
 		c.close()
 	}
-	if f, ok := t.fallbackTransport().(interface{ CloseIdleConnections() }); ok && t.fallbackUsed() {
+	if f, ok := t.fallback.(interface{ CloseIdleConnections() }); ok {
 		f.CloseIdleConnections()
 	}
 }
@@ -179,7 +185,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("h1: the request has no URL")
 	}
 	if t.viaProxy || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || hasExpect(req.Header) {
-		return t.fallbackTransport().RoundTrip(req)
+		return t.fallback.RoundTrip(req)
 	}
 	if req.URL.Host == "" {
 		closeBody(req)
@@ -268,24 +274,6 @@ func hostKey(u *url.URL) (key, addr string) {
 	}
 	addr = net.JoinHostPort(host, port)
 	return u.Scheme + "://" + addr, addr
-}
-
-func (t *Transport) fallbackTransport() http.RoundTripper {
-	t.fallbackOnce.Do(func() {
-		if t.fallback != nil {
-			return
-		}
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = t.tls.Clone()
-		tr.MaxIdleConnsPerHost = int(t.maxIdle.Load())
-		t.fallback = tr
-	})
-	return t.fallback
-}
-
-// fallbackUsed reports whether the fallback was made (or given).
-func (t *Transport) fallbackUsed() bool {
-	return t.fallback != nil
 }
 
 // getConn takes the most recently used idle connection to key that is
@@ -440,6 +428,7 @@ type conn struct {
 	// maxHeadBytes (net/http's MaxResponseHeaderBytes default).
 	head      bool
 	closeOnce sync.Once
+	aliveCheck
 }
 
 // maxHeadBytes bounds the head of an answer (status line and headers),
@@ -530,13 +519,19 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 		// 1xx (100 Continue, 103 Early Hints): the final answer follows.
 	}
-	keep := !resp.Close && !req.Close
+	return c.answer(ctx, resp, stop, !resp.Close && !req.Close), nil
+}
+
+// answer hands resp to the caller: its body, when it has one, gives the
+// connection back (keep) or drops it at its end; without one that is done
+// now.
+func (c *conn) answer(ctx context.Context, resp *http.Response, stop func() bool, keep bool) *http.Response {
 	if resp.Body == http.NoBody || resp.Body == nil {
 		c.finish(stop, keep)
-		return resp, nil
+		return resp
 	}
 	resp.Body = &body{rc: resp.Body, c: c, stop: stop, keep: keep, ctx: ctx}
-	return resp, nil
+	return resp
 }
 
 // earlyAnswer reads, for a second at most, an answer the server sent before
@@ -555,12 +550,7 @@ func (c *conn) earlyAnswer(ctx context.Context, req *http.Request, stop func() b
 		return nil
 	}
 	resp.Close = true
-	if resp.Body == http.NoBody || resp.Body == nil {
-		c.finish(stop, false)
-		return resp
-	}
-	resp.Body = &body{rc: resp.Body, c: c, stop: stop, keep: false, ctx: ctx}
-	return resp
+	return c.answer(ctx, resp, stop, false)
 }
 
 // fail drops the connection after a failed request, returning ctx's error
