@@ -35,11 +35,9 @@ type Setting struct {
 func Settings(p config.Pipe) []Setting {
 	var out []Setting
 	walk(&out, "", "", reflect.ValueOf(p))
-	if free := scrub.New(freeTextSecrets(p)...); len(free) > 0 {
+	for _, secret := range scrub.New(freeTextSecrets(p)...) {
 		for i := range out {
-			if out[i].Value != Masked {
-				out[i].Value = strings.ReplaceAll(free.Text(out[i].Value), scrub.Placeholder, Masked)
-			}
+			out[i].Value = strings.ReplaceAll(out[i].Value, secret, Masked)
 		}
 	}
 	return out
@@ -67,7 +65,11 @@ func freeTextSecrets(p config.Pipe) []string {
 		return nil
 	}
 	var free []string
-	collectFreeText(&free, "", reflect.ValueOf(p))
+	eachValue("", reflect.ValueOf(p), func(field string, _ reflect.Kind, _, s string) {
+		if freeTextField(field) {
+			free = append(free, s)
+		}
+	})
 	var out []string
 	for _, v := range p.EnvValues {
 		if len(v) < minEnvSecret {
@@ -92,39 +94,6 @@ func freeTextField(name string) bool {
 		}
 	}
 	return false
-}
-
-// collectFreeText gathers the strings of v's free-text fields.
-func collectFreeText(out *[]string, name string, v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			collectFreeText(out, name, v.Elem())
-		}
-	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			if f := t.Field(i); !skipField(f) {
-				collectFreeText(out, f.Name, v.Field(i))
-			}
-		}
-	case reflect.Map:
-		if freeTextField(name) {
-			for _, k := range v.MapKeys() {
-				*out = append(*out, fmt.Sprint(v.MapIndex(k).Interface()))
-			}
-		}
-	case reflect.Slice:
-		if freeTextField(name) {
-			for i := range v.Len() {
-				*out = append(*out, fmt.Sprint(v.Index(i).Interface()))
-			}
-		}
-	case reflect.String:
-		if freeTextField(name) {
-			*out = append(*out, v.String())
-		}
-	}
 }
 
 func skipField(f reflect.StructField) bool {
@@ -199,37 +168,42 @@ func walk(out *[]Setting, key, name string, v reflect.Value) {
 
 // collect gathers the secret values of v.
 func collect(vals *[]string, name string, v reflect.Value) {
+	eachValue(name, v, func(field string, from reflect.Kind, key, s string) {
+		switch {
+		case from == reflect.Map && (maskAll(field) || secretName(key)), from == reflect.String && secretName(field):
+			*vals = append(*vals, s)
+		default:
+			*vals = append(*vals, urlSecrets(s)...)
+		}
+	})
+}
+
+// eachValue calls fn with every string of v, and every map value and
+// slice element as text, with the name of the field it stands in, what it
+// came from (reflect.String, Map or Slice) and, for a map value, its key.
+func eachValue(name string, v reflect.Value, fn func(field string, from reflect.Kind, key, s string)) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			collect(vals, name, v.Elem())
+			eachValue(name, v.Elem(), fn)
 		}
 	case reflect.Struct:
 		t := v.Type()
 		for i := range t.NumField() {
 			if f := t.Field(i); !skipField(f) {
-				collect(vals, f.Name, v.Field(i))
+				eachValue(f.Name, v.Field(i), fn)
 			}
 		}
 	case reflect.Map:
 		for _, k := range v.MapKeys() {
-			val := fmt.Sprint(v.MapIndex(k).Interface())
-			if maskAll(name) || secretName(k.String()) {
-				*vals = append(*vals, val)
-			} else {
-				*vals = append(*vals, urlSecrets(val)...)
-			}
+			fn(name, reflect.Map, k.String(), fmt.Sprint(v.MapIndex(k).Interface()))
 		}
 	case reflect.Slice:
 		for i := range v.Len() {
-			*vals = append(*vals, urlSecrets(fmt.Sprint(v.Index(i).Interface()))...)
+			fn(name, reflect.Slice, "", fmt.Sprint(v.Index(i).Interface()))
 		}
 	case reflect.String:
-		if secretName(name) {
-			*vals = append(*vals, v.String())
-		} else {
-			*vals = append(*vals, urlSecrets(v.String())...)
-		}
+		fn(name, reflect.String, "", v.String())
 	}
 }
 
