@@ -43,7 +43,6 @@ type Sizer struct {
 // a pipe waits on the network most of its life, and one that starts under
 // a CPU-heavy load has what it needs a second later.
 func NewSizer(max int, cpuNow time.Duration) *Sizer {
-	max = min(max, 1<<10)
 	return &Sizer{max: max, cur: 1, last: cpuNow}
 }
 
