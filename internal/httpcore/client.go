@@ -114,7 +114,8 @@ type Client struct {
 // highest since the last time, the client's idle keep-alive connections
 // are closed: after a burst at concurrency 1000, a pipe back at 10 does
 // not keep a thousand connections (a socket each, and 16 KB of buffers
-// with net/http's transport) open for the idle timeout; the few it needs are dialled again. It does nothing with
+// with net/http's transport) open for the idle timeout; the few it needs
+// are dialled again. It does nothing with
 // Config.Client (not ours). It does not block; it is safe for concurrent
 // use.
 func (c *Client) FollowConcurrency(n int) {
