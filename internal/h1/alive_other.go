@@ -2,10 +2,13 @@
 
 package h1
 
+// peekable is false here: without a non-blocking peek at an idle socket,
+// bytes a server sent unasked could be read as the next request's answer,
+// so every request goes to the fallback (see RoundTrip).
+const peekable = false
+
 // aliveCheck holds nothing here.
 type aliveCheck struct{}
 
-// alive reports whether an idle connection may be reused. Without a
-// non-blocking peek here, a connection the server closed is found out by
-// the request written to it (see RoundTrip's retry rule).
-func (c *conn) alive() bool { return true }
+// alive is never called here (see peekable).
+func (c *conn) alive() bool { return false }

@@ -184,7 +184,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, errors.New("h1: the request has no URL")
 	}
-	if t.viaProxy || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || hasExpect(req.Header) {
+	if !peekable || t.viaProxy || (req.URL.Scheme != "http" && req.URL.Scheme != "https") || hasExpect(req.Header) || upgrades(req.Header) {
 		return t.fallback.RoundTrip(req)
 	}
 	if req.URL.Host == "" {
@@ -221,6 +221,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // does not wait for.
 func hasExpect(h http.Header) bool {
 	_, ok := h["Expect"]
+	return ok
+}
+
+// upgrades reports whether h asks to switch protocols (Upgrade), which
+// this transport does not do.
+func upgrades(h http.Header) bool {
+	_, ok := h["Upgrade"]
 	return ok
 }
 
@@ -311,7 +318,9 @@ func (t *Transport) popIdle(key string) *conn {
 
 // putIdle keeps c for the next request to its host, or closes it when the
 // host has MaxIdlePerHost idle already or the server sent more than the
-// answer. An idle connection holds no read buffer.
+// answer: any byte left in the read buffer, or in the TLS layer's (see
+// tlsQuiet), would be read as the next request's answer. An idle
+// connection holds no read buffer.
 func (t *Transport) putIdle(c *conn) {
 	if c.br != nil {
 		if c.br.Buffered() > 0 {
@@ -321,6 +330,10 @@ func (t *Transport) putIdle(c *conn) {
 		c.br.Reset(nil)
 		t.readers.Put(c.br)
 		c.br = nil
+	}
+	if c.tc != nil && !c.tlsQuiet() {
+		c.close()
+		return
 	}
 	c.idleAt = time.Now()
 	t.mu.Lock()
@@ -380,13 +393,15 @@ func (t *Transport) dial(ctx context.Context, key, addr string, u *url.URL) (*co
 		return nil, err
 	}
 	raw := rawConnOf(nc)
+	c := &conn{t: t, key: key, raw: raw}
 	if u.Scheme == "https" {
 		cfg := t.tls.Clone()
 		if cfg.ServerName == "" {
 			cfg.ServerName = u.Hostname()
 		}
 		cfg.NextProtos = []string{"http/1.1"}
-		tc := tls.Client(nc, cfg)
+		c.rec = &recordTracker{Conn: nc}
+		tc := tls.Client(c.rec, cfg)
 		hctx, cancel := context.WithTimeout(ctx, t.handshake)
 		err := tc.HandshakeContext(hctx)
 		cancel()
@@ -394,9 +409,11 @@ func (t *Transport) dial(ctx context.Context, key, addr string, u *url.URL) (*co
 			_ = nc.Close()
 			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
 		}
-		nc = tc
+		cs := tc.ConnectionState()
+		c.state, c.tc, nc = &cs, tc, tc
 	}
-	return &conn{t: t, key: key, nc: nc, raw: raw}, nil
+	c.nc = nc
+	return c, nil
 }
 
 // rawConnOf is the socket under nc, for the liveness check; nil when it
@@ -415,25 +432,36 @@ func rawConnOf(nc net.Conn) syscall.RawConn {
 
 // conn is one keep-alive connection. It is used by one request at a time.
 type conn struct {
-	t      *Transport
-	key    string
-	nc     net.Conn
-	raw    syscall.RawConn
-	br     *bufio.Reader // while a request is under way; nil when idle
+	t   *Transport
+	key string
+	nc  net.Conn
+	raw syscall.RawConn
+	// tc, rec and state are set for TLS: the TLS connection (nc), the
+	// socket under it as it sees it, and the handshake's outcome (every
+	// answer's TLS).
+	tc    *tls.Conn
+	rec   *recordTracker
+	state *tls.ConnectionState
+	br    *bufio.Reader // while a request is under way; nil when idle
+	// wrote is set while a request's body is written on a goroutine of its
+	// own (see roundTrip): it gets the write's outcome.
+	wrote  chan error
 	idleAt time.Time
 	// read and written count the bytes of the request under way, for the
 	// retry rule.
 	read, written int64
 	// head is set while an answer's head is read: it may not pass
-	// maxHeadBytes (net/http's MaxResponseHeaderBytes default).
+	// maxHeadBytes (net/http's MaxResponseHeaderBytes default), 1xx heads
+	// before it included, as net/http counts.
 	head      bool
 	closeOnce sync.Once
 	aliveCheck
 }
 
-// maxHeadBytes bounds the head of an answer (status line and headers),
-// with the read buffer's worth of body that may come with it.
-const maxHeadBytes = 1 << 20
+// maxHeadBytes bounds the bytes read from the connection while the head
+// of an answer (status line and headers, 1xx answers before it included)
+// is read: net/http's default MaxResponseHeaderBytes, counted as it does.
+const maxHeadBytes = 10 << 20
 
 // errHeadTooLarge ends the read of an answer whose head passes
 // maxHeadBytes.
@@ -442,8 +470,14 @@ var errHeadTooLarge = fmt.Errorf("h1: the answer's head is larger than %d bytes"
 type countingReader struct{ c *conn }
 
 func (r countingReader) Read(p []byte) (int, error) {
-	if r.c.head && r.c.read > maxHeadBytes+int64(r.c.t.readBuf) {
-		return 0, errHeadTooLarge
+	if r.c.head {
+		left := maxHeadBytes - r.c.read
+		if left <= 0 {
+			return 0, errHeadTooLarge
+		}
+		if int64(len(p)) > left {
+			p = p[:left]
+		}
 	}
 	n, err := r.c.nc.Read(p)
 	r.c.read += int64(n)
@@ -464,6 +498,15 @@ func (c *conn) close() { c.closeOnce.Do(func() { _ = c.nc.Close() }) }
 // return at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
+// streamedBody is the size from which a request's body is written on a
+// goroutine of its own while the answer is read (and a body of unknown
+// length always is): a server may answer before it has read the body (a
+// 413, a 401) and then neither read nor close, which would block a write
+// made first until the caller's deadline. A smaller request fits in the
+// socket's buffers, so its write returns without the server reading it,
+// and the answer is read after it on the caller's goroutine alone.
+const streamedBody = 16 << 10
+
 // roundTrip writes req and reads the head of its answer.
 func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
@@ -477,9 +520,86 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 			c.br = bufio.NewReaderSize(countingReader{c}, c.t.readBuf)
 		}
 	}
-	// One write system call per request where it fits: on loopback each
-	// write also runs the receiver's side of TCP and wakes it, on the
-	// writer's CPU.
+	if streamed(req) {
+		return c.roundTripStreamed(ctx, req, stop)
+	}
+	if err := c.writeRequest(req); err != nil {
+		if resp := c.earlyAnswer(ctx, req, stop); resp != nil {
+			return resp, nil
+		}
+		return nil, c.fail(ctx, stop, fmt.Errorf("writing the request: %w", err))
+	}
+	resp, err := c.readAnswer(req)
+	if err != nil {
+		return nil, c.fail(ctx, stop, err)
+	}
+	return c.answer(ctx, resp, stop, !resp.Close && !req.Close), nil
+}
+
+// streamed reports whether req's body is written on a goroutine of its
+// own (see streamedBody).
+func streamed(req *http.Request) bool {
+	if req.Body == nil || req.Body == http.NoBody {
+		return false
+	}
+	return req.ContentLength <= 0 || req.ContentLength > streamedBody
+}
+
+// roundTripStreamed writes req on a goroutine of its own while it reads
+// the answer, which is the outcome as soon as its head arrives, whether
+// the write is done or not (as with net/http). The goroutine is waited for
+// by whoever ends the request: fail, or finish at the answer's end (which
+// drops the connection if the write is still under way then).
+func (c *conn) roundTripStreamed(ctx context.Context, req *http.Request, stop func() bool) (*http.Response, error) {
+	wrote := make(chan error, 1)
+	c.wrote = wrote
+	go func() {
+		err := c.writeRequest(req)
+		if err != nil && ctx.Err() == nil {
+			// The server stopped reading: an answer it sent before that
+			// gets a second to arrive, as in earlyAnswer.
+			_ = c.nc.SetReadDeadline(time.Now().Add(time.Second))
+		}
+		wrote <- err
+	}()
+	resp, err := c.readAnswer(req)
+	if err == nil {
+		if c.wroteFailed() {
+			resp.Close = true
+		}
+		return c.answer(ctx, resp, stop, !resp.Close && !req.Close), nil
+	}
+	// The write's error, when it failed first, says more than the read's.
+	var werr error
+	select {
+	case werr = <-wrote:
+	default:
+		c.close()
+		<-wrote
+	}
+	c.wrote = nil
+	if werr != nil {
+		err = fmt.Errorf("writing the request: %w", werr)
+	}
+	return nil, c.fail(ctx, stop, err)
+}
+
+// wroteFailed reports whether a body written on its own goroutine failed
+// already (the answer then closes the connection).
+func (c *conn) wroteFailed() bool {
+	select {
+	case err := <-c.wrote:
+		c.wrote <- err
+		return err != nil
+	default:
+		return false
+	}
+}
+
+// writeRequest writes req, in one write system call where it fits: on
+// loopback each write also runs the receiver's side of TCP and wakes it,
+// on the writer's CPU.
+func (c *conn) writeRequest(req *http.Request) error {
 	pool, size := &c.t.writers, 4<<10
 	if req.ContentLength > 3<<10 {
 		pool, size = &c.t.bigWriters, 64<<10
@@ -496,36 +616,37 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	bw.Reset(nil)
 	pool.Put(bw)
-	if err != nil {
-		if resp := c.earlyAnswer(ctx, req, stop); resp != nil {
-			return resp, nil
-		}
-		return nil, c.fail(ctx, stop, fmt.Errorf("writing the request: %w", err))
-	}
-	var resp *http.Response
+	return err
+}
+
+// readAnswer reads the head of req's final answer, past any 1xx.
+func (c *conn) readAnswer(req *http.Request) (*http.Response, error) {
 	for {
 		c.head = true
-		resp, err = http.ReadResponse(c.br, req)
+		resp, err := http.ReadResponse(c.br, req)
 		c.head = false
 		if err != nil {
-			return nil, c.fail(ctx, stop, fmt.Errorf("reading the answer: %w", err))
+			return nil, fmt.Errorf("reading the answer: %w", err)
 		}
 		if resp.StatusCode == http.StatusSwitchingProtocols {
-			_ = resp.Body.Close()
-			return nil, c.fail(ctx, stop, errors.New("h1: the server switched protocols, which this transport does not do"))
+			// As net/http: the rest of the connection is the body, and
+			// the connection is not reused.
+			resp.Body = io.NopCloser(c.br)
+			resp.Close = true
+			return resp, nil
 		}
 		if resp.StatusCode >= 200 || resp.StatusCode < 100 {
-			break
+			return resp, nil
 		}
 		// 1xx (100 Continue, 103 Early Hints): the final answer follows.
 	}
-	return c.answer(ctx, resp, stop, !resp.Close && !req.Close), nil
 }
 
 // answer hands resp to the caller: its body, when it has one, gives the
 // connection back (keep) or drops it at its end; without one that is done
 // now.
 func (c *conn) answer(ctx context.Context, resp *http.Response, stop func() bool, keep bool) *http.Response {
+	resp.TLS = c.state
 	if resp.Body == http.NoBody || resp.Body == nil {
 		c.finish(stop, keep)
 		return resp
@@ -567,6 +688,9 @@ func (c *conn) fail(ctx context.Context, stop func() bool, err error) error {
 // finish gives the connection back, or drops it when it cannot be reused
 // or the request's context fired (its deadline is then in the past).
 func (c *conn) finish(stop func() bool, keep bool) {
+	if c.wrote != nil {
+		keep = c.waitWrite() && keep
+	}
 	if !stop() || !keep {
 		c.close()
 		return
@@ -574,23 +698,64 @@ func (c *conn) finish(stop func() bool, keep bool) {
 	c.t.putIdle(c)
 }
 
+// maxWriteWait is how long the end of an answer waits for its request's
+// body to be written (net/http waits as long) before it drops the
+// connection to stop the write.
+const maxWriteWait = 50 * time.Millisecond
+
+// waitWrite waits for the goroutine writing the request's body, stopping
+// it by closing the connection when it is not done within maxWriteWait,
+// and reports whether the write succeeded.
+func (c *conn) waitWrite() bool {
+	var err error
+	select {
+	case err = <-c.wrote:
+	default:
+		t := time.NewTimer(maxWriteWait)
+		select {
+		case err = <-c.wrote:
+		case <-t.C:
+			c.close()
+			err = <-c.wrote
+			if err == nil {
+				err = net.ErrClosed
+			}
+		}
+		t.Stop()
+	}
+	c.wrote = nil
+	return err == nil
+}
+
 // maxDrain is how much of an answer not read to its end is read at Close
 // so that the connection can be reused (net/http reads up to 256 KB).
 const maxDrain = 256 << 10
 
-// body is an answer's body: its end (or Close) gives the connection back.
+// body is an answer's body: its end (or Close) gives the connection back,
+// once. Read and Close may race (a Close to abort a Read): the one that
+// ends the body first owns the connection's hand-back, and a Close that
+// began owns it even when a racing Read reaches the end meanwhile, so that
+// nothing touches the connection after it went back to the pool, where
+// another request may have taken it.
 type body struct {
-	rc   io.ReadCloser
-	c    *conn
-	stop func() bool
-	keep bool
-	ctx  context.Context
-	done atomic.Bool
-	eof  atomic.Bool // read to its end: later reads give io.EOF again
+	rc    io.ReadCloser
+	c     *conn
+	stop  func() bool
+	keep  bool
+	ctx   context.Context
+	state atomic.Int32 // bodyOpen, bodyClosing, bodyDone
+	eof   atomic.Bool  // read to its end: later reads give io.EOF again
 }
 
+// A body's states.
+const (
+	bodyOpen    int32 = iota
+	bodyClosing       // Close is draining it: Close gives the connection back
+	bodyDone          // the connection was given back or dropped
+)
+
 func (b *body) Read(p []byte) (int, error) {
-	if b.done.Load() {
+	if b.state.Load() == bodyDone {
 		if b.eof.Load() {
 			return 0, io.EOF
 		}
@@ -600,9 +765,13 @@ func (b *body) Read(p []byte) (int, error) {
 	switch {
 	case err == io.EOF:
 		b.eof.Store(true)
-		b.end(true)
+		if b.state.CompareAndSwap(bodyOpen, bodyDone) {
+			b.c.finish(b.stop, b.keep)
+		}
 	case err != nil:
-		b.end(false)
+		if b.state.CompareAndSwap(bodyOpen, bodyDone) {
+			b.c.finish(b.stop, false)
+		}
 		if b.ctx.Err() != nil {
 			err = b.ctx.Err()
 		}
@@ -613,23 +782,20 @@ func (b *body) Read(p []byte) (int, error) {
 // Close reads what is left of a short answer (so the connection is kept)
 // and gives the connection back, or drops it.
 func (b *body) Close() error {
-	if b.done.Load() {
+	if !b.state.CompareAndSwap(bodyOpen, bodyClosing) {
 		return nil
 	}
-	// A server that stalls mid-answer must not hold the caller: the drain
-	// gets a second, then the connection is dropped.
-	_ = b.c.nc.SetReadDeadline(time.Now().Add(time.Second))
-	n, err := io.CopyN(io.Discard, b.rc, maxDrain+1)
-	ok := err == io.EOF && n <= maxDrain && b.c.nc.SetReadDeadline(time.Time{}) == nil
-	b.end(ok)
-	return nil
-}
-
-func (b *body) end(reusable bool) {
-	if b.done.Swap(true) {
-		return
+	reusable := b.keep && b.ctx.Err() == nil
+	if reusable && !b.eof.Load() {
+		// A server that stalls mid-answer must not hold the caller: the
+		// drain gets a second, then the connection is dropped.
+		_ = b.c.nc.SetReadDeadline(time.Now().Add(time.Second))
+		n, err := io.CopyN(io.Discard, b.rc, maxDrain+1)
+		reusable = err == io.EOF && n <= maxDrain && b.c.nc.SetReadDeadline(time.Time{}) == nil
 	}
-	b.c.finish(b.stop, reusable && b.keep)
+	b.state.Store(bodyDone)
+	b.c.finish(b.stop, reusable)
+	return nil
 }
 
 // EnvTransport is the environment variable that turns this transport off:
