@@ -10,14 +10,41 @@
 // second that scheduling is a large part of a runner's CPU. Here a round
 // trip wakes the caller once, when its answer arrives.
 //
-// It speaks HTTP/1.1 over TCP or TLS and nothing more: requests through a
-// proxy (HTTP_PROXY and friends), with "Expect: 100-continue" or of another
-// scheme are handed to a net/http Transport (Fallback), and answers are not
-// decompressed on the fly (no Accept-Encoding is added). A connection is
-// checked before it is reused (one the server closed is dropped, not
-// written to), and
-// a request that fails on a reused connection before any answer arrived is
-// sent again on a new one when that is safe (see RoundTrip).
+// It speaks HTTP/1.1 over TCP or TLS and nothing more. These go to a
+// net/http Transport (Fallback) instead: requests through a proxy
+// (HTTP_PROXY and friends), of another scheme, with "Expect: 100-continue"
+// or asking to switch protocols (Upgrade), and every request on a system
+// without a non-blocking peek at a socket (not unix), where bytes a server
+// sent unasked could not be seen. Answers are not decompressed on the fly
+// (no Accept-Encoding is added).
+//
+// What net/http guarantees, this keeps, and a differential test (the
+// same requests through both against an adversarial server, and a fuzz
+// target) holds it to: the same outcome (status and body, or an error of
+// the same kind: a timeout, a failed connection, a broken answer), and
+// never another request's answer. So:
+//   - A connection is reused only when nothing was left unread: no byte in
+//     its read buffer or in the TLS layer's when its answer ends, nothing
+//     in the socket (a peek) when it is taken again. A server that wrote
+//     more than it was asked for (a wrong Content-Length, a body on a 204 or
+//     to a HEAD, a second answer) or closed it loses it, as net/http drops
+//     "unsolicited" bytes on an idle connection.
+//   - A large body (over 16 KB, or of unknown length) is written while the
+//     answer is read, so that an answer the server sends before it read the
+//     body (a 413, a 401) is the outcome even when the server then neither
+//     reads nor closes; a small one is written, then its answer read, on the
+//     caller's goroutine alone.
+//   - The head of an answer is bounded as net/http bounds it (10 MB, 1xx
+//     answers included); 1xx answers are skipped, a 101 is returned with
+//     the rest of the connection as its body.
+//   - A request that fails on a reused connection before any byte of an
+//     answer arrived is sent again on a new one when that is safe (see
+//     RoundTrip).
+//
+// The differences left are of timing, never of outcome: net/http's reader
+// watches an idle connection all the time, this one looks when it is
+// taken, so bytes that arrive between that look and the request's write
+// are read as the answer by both (no HTTP/1.1 client can tell them apart).
 package h1
 
 import (
@@ -804,8 +831,8 @@ func (b *body) Close() error {
 const EnvTransport = "PIPES_HTTP_TRANSPORT"
 
 // Enabled reports whether pipes' clients use this transport: unless
-// PIPES_HTTP_TRANSPORT=net/http, or a proxy is configured (then every
-// request would go to net/http anyway).
+// PIPES_HTTP_TRANSPORT=net/http, or a proxy is configured, or the system
+// is not unix (then every request would go to net/http anyway).
 func Enabled() bool {
-	return os.Getenv(EnvTransport) != "net/http" && !ProxyConfigured()
+	return peekable && os.Getenv(EnvTransport) != "net/http" && !ProxyConfigured()
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -373,8 +374,19 @@ func TestTLS(t *testing.T) {
 	if conns.Load() != 1 {
 		t.Errorf("%d connections, want 1", conns.Load())
 	}
-	// Without the server's certificate the handshake fails.
+	// Every answer carries the connection's TLS state, as with net/http.
 	req, _ := http.NewRequest("GET", srv.URL, nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.TLS == nil || !resp.TLS.HandshakeComplete || len(resp.TLS.PeerCertificates) == 0 || resp.TLS.Version < tls.VersionTLS12 {
+		t.Fatalf("the answer's TLS state is %+v, want the handshake's", resp.TLS)
+	}
+	// Without the server's certificate the handshake fails.
+	req, _ = http.NewRequest("GET", srv.URL, nil)
 	if _, err := New(Options{}).RoundTrip(req); err == nil || !strings.Contains(err.Error(), "TLS handshake") {
 		t.Fatalf("got %v, want a TLS handshake error", err)
 	}
