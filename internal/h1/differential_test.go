@@ -623,6 +623,10 @@ func FuzzDifferential(f *testing.F) {
 		"\x00HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
 		"\x00HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale",
 		"\x10HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale",
+		// Two answers of one length: the second, stale, comes 5 ms after the
+		// first, when the connection is idle.
+		"\x10HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirstHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale",
+		"\x14HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirstHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale",
 		"\x04HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok, and more",
 		"\x00HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Trailer\r\n\r\n2\r\nok\r\n0\r\nX-Trailer: t\r\n\r\n",
 		"\x00HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
