@@ -665,3 +665,44 @@ func TestReadsAfterTheEndGiveEOF(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkRoundTripLargeBody is BenchmarkRoundTrip with a 64 KB body at
+// GOMAXPROCS 1: a body over 16 KB is written on a goroutine of its own
+// while the answer is read (see streamedBody), which costs a goroutine a
+// request.
+func BenchmarkRoundTripLargeBody(b *testing.B) {
+	body := bytes.Repeat([]byte("x"), 64<<10)
+	for _, tc := range []struct {
+		name string
+		tr   func() http.RoundTripper
+	}{
+		{"h1", func() http.RoundTripper { return New(Options{}) }},
+		{"net-http", func() http.RoundTripper { return &http.Transport{MaxIdleConnsPerHost: 100} }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Length", "2")
+				io.WriteString(w, "{}")
+			}))
+			defer srv.Close()
+			tr := tc.tr()
+			defer tr.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+			b.ReportAllocs()
+			cpu0, _ := procs.ProcessCPU()
+			for b.Loop() {
+				req, _ := http.NewRequest("POST", srv.URL, bytes.NewReader(body))
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			if cpu1, ok := procs.ProcessCPU(); ok {
+				b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
+}
