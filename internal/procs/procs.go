@@ -45,7 +45,8 @@ const (
 	// more than this many goroutines were waiting runnable (the sum of
 	// their scheduling latencies over the interval's length: Little's law).
 	upWait = 0.5
-	// upLate: or when the sizer's own ticker fired this much late.
+	// upLate: or when the sizer's own ticker fired this much late while
+	// goroutines waited.
 	upLate = 20 * time.Millisecond
 	// upBusy: or when the process used more than this share of the
 	// processors it has.
@@ -109,7 +110,11 @@ func (s *Sizer) Next(in Sample) int {
 			s.hold, s.since = downAfter, -1
 		}
 	}
-	waiting := in.Waiting > upWait || in.Late > upLate || in.Busy > upBusy*float64(s.cur)
+	// A late ticker counts only when something waited too: an idle
+	// process's timer is late when the machine is, and a processor more
+	// would run nothing.
+	late := in.Late > upLate && in.Waiting > downWait
+	waiting := in.Waiting > upWait || late || in.Busy > upBusy*float64(s.cur)
 	switch {
 	case waiting && s.cur < ceiling:
 		// Behind: as many as the queue and the CPU say, at once.
