@@ -141,3 +141,27 @@ func TestRunLeavesAnExplicitGOMAXPROCS(t *testing.T) {
 		t.Fatalf("GOMAXPROCS %d after Run, want %d back", got, before)
 	}
 }
+
+// BenchmarkWaitMeter is the cost of one sample (every Interval): the
+// scheduler latency histogram and the process's CPU time.
+func BenchmarkWaitMeter(b *testing.B) {
+	w := newWaitMeter()
+	for b.Loop() {
+		w.read(Interval)
+	}
+}
+
+// BenchmarkCeilingRead is the cost of reading the runtime's own value
+// below it (every CeilingEvery): handing GOMAXPROCS back to the runtime
+// and taking it again, two stops of the world.
+func BenchmarkCeilingRead(b *testing.B) {
+	defer runtime.SetDefaultGOMAXPROCS()
+	if runtime.GOMAXPROCS(0) < 2 {
+		b.Skip("needs 2 processors")
+	}
+	for b.Loop() {
+		runtime.SetDefaultGOMAXPROCS()
+		_ = runtime.GOMAXPROCS(0)
+		runtime.GOMAXPROCS(1)
+	}
+}
