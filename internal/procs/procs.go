@@ -35,7 +35,7 @@ import (
 
 const (
 	// Interval is how often the sizer samples the scheduler.
-	Interval = 200 * time.Millisecond
+	Interval = 100 * time.Millisecond
 	// CeilingEvery is how often the runtime's own GOMAXPROCS is re-read
 	// while the sizer holds fewer processors (the runtime itself checks
 	// its CPU limits once a second).
@@ -188,9 +188,11 @@ func Run(ctx context.Context, getenv func(string) string, log *slog.Logger) {
 			ceiling = runtime.GOMAXPROCS(0)
 		case now.Sub(read) >= CeilingEvery:
 			// The only way to learn the runtime's value without freezing it:
-			// hand it back, read it, and take it again below if need be.
+			// hand it back, read it, and take it again at once (the runtime's
+			// value holds for a few microseconds).
 			runtime.SetDefaultGOMAXPROCS()
 			ceiling, auto, read = runtime.GOMAXPROCS(0), true, now
+			set(min(s.Current(), ceiling))
 		}
 		waiting, busy := w.read(wall)
 		before := s.Current()

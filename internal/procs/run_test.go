@@ -117,9 +117,11 @@ func (h countHandler) WithGroup(string) slog.Handler      { return h }
 // processor) gets a burst of about 0.9 cores of batch work while a
 // neighbour keeps a core busy. The batches started in the burst's first
 // second wait no more than twice as long (p50) as with GOMAXPROCS fixed at
-// the runtime's value. The sizer that followed the CPU used gave them
-// 10 to 100 times as long. The machine is shared: up to three pairs of
-// runs, one pair within the bound passes.
+// the runtime's value, plus 5 ms: the first Interval runs on one processor
+// and its backlog drains on what the neighbour leaves, which on a quiet
+// machine is a few ms against a p50 of 2 ms. The sizer that followed the
+// CPU used gave them 30 to 300 times as long (0.6 to 1.3 s). The machine
+// is shared: up to three pairs of runs, one pair within the bound passes.
 func TestBurstFromIdleUnderContention(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 10 to 30 s")
@@ -136,7 +138,10 @@ func TestBurstFromIdleUnderContention(t *testing.T) {
 		fixed := p50(burst(1200*time.Millisecond, cost)[0])
 
 		changes, stop := sizing()
-		time.Sleep(time.Second) // idle: the sizer holds one processor
+		// Idle: the sizer holds one processor. (Off the sizer's ticks: once
+		// a second it hands GOMAXPROCS to the runtime for a few
+		// microseconds to read the runtime's value.)
+		time.Sleep(1100 * time.Millisecond)
 		idleProcs := runtime.GOMAXPROCS(0)
 		sized := p50(burst(1200*time.Millisecond, cost)[0])
 		stop()
@@ -146,7 +151,7 @@ func TestBurstFromIdleUnderContention(t *testing.T) {
 		if idleProcs != 1 {
 			t.Fatalf("the sizer held %d processors while idle, want 1", idleProcs)
 		}
-		if sized <= 2*fixed+time.Millisecond {
+		if sized <= 2*fixed+5*time.Millisecond {
 			return
 		}
 	}
@@ -166,7 +171,7 @@ func TestIdleBurstIdleDoesNotFlap(t *testing.T) {
 	}
 	changes, stop := sizing()
 	defer stop()
-	time.Sleep(time.Second)
+	time.Sleep(1100 * time.Millisecond) // off the sizer's ticks
 	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Fatalf("idle: %d processors, want 1", got)
 	}
