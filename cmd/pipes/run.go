@@ -126,9 +126,9 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 	if limit, gc := pipe.ApplyMemoryLimit(f.maxInflightBytes, os.Getenv); limit > 0 {
 		log.Debug("the Go memory limit follows --max-inflight-bytes (GOMEMLIMIT and GOGC override it)", "memory_limit_bytes", limit, "gc_percent", gc)
 	}
-	// GOMAXPROCS follows the CPU the pipes use (the environment variable
-	// overrides it): fewer idle threads woken to spin on every answer. Not
-	// in a test binary, whose tests run many pipes side by side.
+	// GOMAXPROCS follows the work the pipes have waiting (the environment
+	// variable overrides it): fewer idle threads woken to spin on every
+	// answer. Not in a test binary, whose tests run many pipes side by side.
 	sizeCtx, stopSizing := context.WithCancel(ctx)
 	var sizing sync.WaitGroup
 	if !testing.Testing() {
