@@ -8,6 +8,7 @@
 package scrub
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"net/url"
@@ -40,7 +41,9 @@ func New(values ...string) Secrets {
 	for _, v := range values {
 		s = append(s, Forms(v)...)
 	}
-	slices.SortFunc(s, func(a, b string) int { return len(b) - len(a) })
+	// Longest first (httpcore reads the longest length off the front);
+	// equal ones side by side, for Compact.
+	slices.SortFunc(s, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
 	return slices.Compact(s)
 }
 

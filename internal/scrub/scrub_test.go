@@ -94,6 +94,18 @@ func TestTextTakesOutASecretBase64EncodedInsideALongerText(t *testing.T) {
 	}
 }
 
+func TestNewKeepsEachFormOnceLongestFirst(t *testing.T) {
+	s := New("p4ss-word", "other-key", "p4ss-word", "")
+	for i := 1; i < len(s); i++ {
+		if len(s[i]) > len(s[i-1]) || slices.Contains(s[:i], s[i]) {
+			t.Fatalf("%q: not longest first, or a form twice", s)
+		}
+	}
+	if !slices.Contains(s, "cDRzcy13b3Jk") || !slices.Contains(s, "other-key") {
+		t.Fatalf("%q lacks a form", s)
+	}
+}
+
 func TestShortValuesKeepOrdinaryText(t *testing.T) {
 	tests := []struct {
 		name, secret, in, want string
