@@ -35,16 +35,18 @@ type Setting struct {
 func Settings(p config.Pipe) []Setting {
 	var out []Setting
 	walk(&out, "", "", reflect.ValueOf(p))
-	for _, secret := range scrub.New(freeTextSecrets(p)...) {
+	if free := scrub.New(freeTextSecrets(p)...); len(free) > 0 {
 		for i := range out {
-			out[i].Value = strings.ReplaceAll(out[i].Value, secret, Masked)
+			out[i].Value = free.Replace(out[i].Value, Masked)
 		}
 	}
 	return out
 }
 
 // Secrets lists the secret values of the pipe's configuration (those
-// Settings masks), for scrubbing texts that may quote them (errors).
+// Settings masks), in every form (scrub.Forms), for scrubbing texts that
+// may quote them (errors): with a header value, the credentials in it
+// (scrub.HeaderValue); with a URL's password, its "user:password".
 func Secrets(p config.Pipe) scrub.Secrets {
 	var vals []string
 	collect(&vals, "", reflect.ValueOf(p))
@@ -171,7 +173,7 @@ func collect(vals *[]string, name string, v reflect.Value) {
 	eachValue(name, v, func(field string, from reflect.Kind, key, s string) {
 		switch {
 		case from == reflect.Map && (maskAll(field) || secretName(key)), from == reflect.String && secretName(field):
-			*vals = append(*vals, s)
+			*vals = append(*vals, scrub.HeaderValue(s)...)
 		default:
 			*vals = append(*vals, urlSecrets(s)...)
 		}
@@ -229,10 +231,12 @@ func maskText(s string) string {
 // urlSecrets are the password and the query values of a URL.
 func urlSecrets(s string) []string {
 	var out []string
-	if _, _, pass, _, ok := userinfo(s); ok && pass != "" {
-		out = append(out, pass)
-		if p, err := url.PathUnescape(pass); err == nil && p != pass {
-			out = append(out, p)
+	if _, user, pass, _, ok := userinfo(s); ok && pass != "" {
+		out = append(out, scrub.Userinfo(user, pass)...)
+		u, uErr := url.PathUnescape(user)
+		p, pErr := url.PathUnescape(pass)
+		if uErr == nil && pErr == nil && (u != user || p != pass) {
+			out = append(out, scrub.Userinfo(u, p)...)
 		}
 	}
 	if u, ok := asURL(s); ok {

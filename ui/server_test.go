@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -427,7 +428,14 @@ func TestNoSecretIsRenderedOrServed(t *testing.T) {
 	rec := ui.NewRecorder(time.Second, ui.Secrets(specs[0]).Text)
 	p.SetObserver(rec)
 	// A failure whose error quotes the secrets, as a library's might.
-	rec.Failed(pipe.Failure{MessageID: "m1", Stage: "target", Err: errors.New("POST http://user:" + urlPass + "@127.0.0.1:1/hook with " + header + " and " + amqpPass), At: time.Now()})
+	// A failure whose error quotes the secrets, as a library's might, and
+	// as a server may echo them: base64-encoded, alone, as Basic
+	// credentials, or inside a longer encoded text.
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	echoed := []string{b64("hdr-SECRET-1"), base64.RawURLEncoding.EncodeToString([]byte(header)), b64("user:" + urlPass),
+		b64(amqpPass), b64(query), url.QueryEscape(b64(query))}
+	rec.Failed(pipe.Failure{MessageID: "m1", Stage: "target", Err: errors.New("POST http://user:" + urlPass + "@127.0.0.1:1/hook with " + header + " and " + amqpPass +
+		"; echoed " + strings.Join(echoed, ", ") + "; in a document " + b64(`{"token":"hdr-SECRET-1"}`)), At: time.Now()})
 	depths, redriver := ui.Queues(specs[0], nil, nil)
 	srv, err := ui.New(ui.Config{Addr: "127.0.0.1:0", Token: "tok", DepthEvery: time.Second,
 		Pipes: []ui.Pipe{{Control: p, Recorder: rec, Settings: ui.Settings(specs[0]), Scrub: ui.Secrets(specs[0]).Text, Depths: depths, Redriver: redriver}}})
@@ -440,7 +448,7 @@ func TestNoSecretIsRenderedOrServed(t *testing.T) {
 	check := func(path string) {
 		t.Helper()
 		body := fetch(t, hs.URL+path)
-		for _, s := range []string{header, "hdr-SECRET", amqpPass, urlPass, query} {
+		for _, s := range append([]string{header, "hdr-SECRET", amqpPass, urlPass, query, b64(`{"token":"hdr-SECRET-1"}`)[16:28]}, echoed...) {
 			if strings.Contains(body, s) {
 				t.Fatalf("%s serves the secret %q:\n%s", path, s, body)
 			}

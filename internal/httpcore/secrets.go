@@ -1,16 +1,14 @@
 package httpcore
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/url"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -18,91 +16,66 @@ import (
 const Redacted = "[redacted]"
 
 // Secrets are the values kept out of error texts: configured header
-// values, and the credentials inside them and inside URLs. The zero value
-// and nil hold none. Secrets are read-only once made, so safe for
-// concurrent use.
+// values, and the credentials inside them and inside URLs, in every form
+// (scrub.Forms). The zero value and nil hold none. Secrets are read-only
+// once made, so safe for concurrent use.
 type Secrets struct {
-	values [][]byte // longest first, so that a value goes before its parts
+	forms  scrub.Secrets
+	maxLen int // the length of the longest form, 0 for none
 }
 
 // NewSecrets returns the secrets of header values and URLs. For each header
 // value it keeps the value; when the value is a scheme and credentials
 // ("Bearer t0ken", "Basic dXNlcjpwdw==", "Token t0ken"), the credentials
-// too, and for Basic their decoded "user:password" and password. For each
-// URL it keeps the userinfo (user, password) and every query parameter
-// value. With each value it keeps its URL- and JSON-escaped forms, as a
-// server may echo them so. Values shorter than 4 bytes are kept out: they
-// would blank out ordinary text.
+// too, and for Basic their decoded "user:password", user and password
+// (scrub.HeaderValue). For each URL it keeps the userinfo (user, password,
+// and "user:password", which an HTTP client sends base64-encoded as Basic
+// credentials) and every query parameter value. With each value it keeps
+// every form a server may echo it in: URL- and JSON-escaped, and
+// base64-encoded, alone or inside a longer encoded text (scrub.Forms).
+// Values shorter than 4 bytes are kept out: they would blank out ordinary
+// text.
 func NewSecrets(values []string, urls ...string) *Secrets {
-	s := &Secrets{}
+	var vals []string
 	for _, v := range values {
-		s.addHeaderValue(v)
+		vals = append(vals, scrub.HeaderValue(v)...)
 	}
 	for _, raw := range urls {
-		s.addURL(raw)
+		vals = append(vals, urlSecrets(raw)...)
 	}
-	slices.SortFunc(s.values, func(a, b []byte) int { return len(b) - len(a) })
-	s.values = slices.CompactFunc(s.values, bytes.Equal)
+	vals = slices.DeleteFunc(vals, func(v string) bool { return len(v) < minSecretLen })
+	s := &Secrets{forms: scrub.New(vals...)}
+	if len(s.forms) > 0 {
+		s.maxLen = len(s.forms[0]) // longest first
+	}
 	return s
 }
 
-func (s *Secrets) addHeaderValue(v string) {
-	s.add(v)
-	scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
-	if !ok || !IsToken(scheme) {
-		return
-	}
-	cred = strings.TrimSpace(cred)
-	s.add(cred)
-	if strings.EqualFold(scheme, "Basic") {
-		if dec, err := base64.StdEncoding.DecodeString(cred); err == nil {
-			s.add(string(dec))
-			if _, pw, ok := strings.Cut(string(dec), ":"); ok {
-				s.add(pw)
-			}
-		}
-	}
-}
-
-func (s *Secrets) addURL(raw string) {
+// urlSecrets are the secret values of a URL: its userinfo and query values.
+func urlSecrets(raw string) []string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return
+		return nil
 	}
+	var out []string
 	if u.User != nil {
-		s.add(u.User.Username())
+		out = append(out, u.User.Username())
 		if pw, ok := u.User.Password(); ok {
-			s.add(pw)
-			s.add(u.User.Username() + ":" + pw)
+			out = append(out, scrub.Userinfo(u.User.Username(), pw)...)
 		}
 	}
 	for _, vs := range u.Query() {
-		for _, v := range vs {
-			s.add(v)
-		}
+		out = append(out, vs...)
 	}
-}
-
-// add keeps v and the forms a server may echo it in.
-func (s *Secrets) add(v string) {
-	if len(v) < minSecretLen {
-		return
-	}
-	forms := []string{v, url.QueryEscape(v), url.PathEscape(v)}
-	if b, err := json.Marshal(v); err == nil {
-		forms = append(forms, string(b[1:len(b)-1]))
-	}
-	for _, f := range forms {
-		s.values = append(s.values, []byte(f))
-	}
+	return out
 }
 
 // longest is the length of the longest secret, 0 for none.
 func (s *Secrets) longest() int {
-	if s == nil || len(s.values) == 0 {
+	if s == nil {
 		return 0
 	}
-	return len(s.values[0])
+	return s.maxLen
 }
 
 // Redact returns text with every secret replaced by Redacted.
@@ -110,32 +83,23 @@ func (s *Secrets) Redact(text string) string {
 	if s == nil {
 		return text
 	}
-	for _, v := range s.values {
-		if strings.Contains(text, string(v)) {
-			text = strings.ReplaceAll(text, string(v), Redacted)
-		}
-	}
-	return text
+	return s.forms.Replace(text, Redacted)
 }
 
 // Scrub returns b with every secret replaced by Redacted, control
 // characters and invalid UTF-8 turned into spaces and runs of spaces
 // collapsed, so that it can be quoted on one line.
 func (s *Secrets) Scrub(b []byte) string {
-	if s != nil {
-		for _, v := range s.values {
-			b = bytes.ReplaceAll(b, v, []byte(Redacted))
-		}
-	}
+	text := s.Redact(string(b))
 	var sb strings.Builder
-	sb.Grow(len(b))
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
+	sb.Grow(len(text))
+	for len(text) > 0 {
+		r, size := utf8.DecodeRuneInString(text)
 		if r == utf8.RuneError && size <= 1 || isControl(r) {
 			r = ' '
 		}
 		sb.WriteRune(r)
-		b = b[size:]
+		text = text[size:]
 	}
 	return strings.Join(strings.Fields(sb.String()), " ")
 }
@@ -146,11 +110,8 @@ func (s *Secrets) holds(err error) bool {
 	if err == nil {
 		return false
 	}
-	text := err.Error()
-	for _, v := range s.values {
-		if strings.Contains(text, string(v)) {
-			return true
-		}
+	if s.forms.Contains(err.Error()) {
+		return true
 	}
 	switch e := err.(type) {
 	case interface{ Unwrap() error }:
@@ -185,7 +146,7 @@ func (e *redactedError) Is(target error) bool { return slices.Contains(e.is, tar
 // and errors.Is for pipe.ErrMalformedAnswer, ErrAnswerTooLarge and the
 // context errors.
 func (s *Secrets) Error(err error) error {
-	if s == nil || len(s.values) == 0 || !s.holds(err) {
+	if s == nil || len(s.forms) == 0 || !s.holds(err) {
 		return err
 	}
 	r := &redactedError{text: s.Redact(err.Error())}

@@ -150,7 +150,9 @@ func (b *Broker) Vhost() string { return b.uri.Vhost }
 func (b *Broker) ARN(queue string) string { return rabbitmq.ARN(b.uri, queue) }
 
 // scrub returns err with the passwords taken out of its text.
-func (b *Broker) scrub(err error) error { return scrub.New(b.secrets...).Error(err) }
+func (b *Broker) scrub(err error) error {
+	return scrub.New(append(b.secrets, scrub.Userinfo(b.mgmtUser, b.mgmtPass)...)...).Error(err)
+}
 
 // Counts are a queue's message counts.
 type Counts struct {

@@ -283,10 +283,12 @@ func (s *Source) setManagement(raw string) error {
 	return nil
 }
 
-// scrub returns err with the passwords replaced, for errors that come from
-// libraries (a dial error, a management answer).
+// scrub returns err with the passwords replaced, in every form (a
+// management answer may echo the Basic credentials "user:password"
+// base64-encoded), for errors that come from libraries (a dial error, a
+// management answer).
 func (s *Source) scrub(err error) error {
-	return scrub.New(s.secret, s.mgmtPass).Error(err)
+	return scrub.New(append(scrub.Userinfo(s.uri.Username, s.secret), scrub.Userinfo(s.mgmtUser, s.mgmtPass)...)...).Error(err)
 }
 
 // Attempts is how many times m has been delivered, this delivery included:

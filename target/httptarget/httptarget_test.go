@@ -673,6 +673,16 @@ func TestEchoedCredentialsNeverInErrors(t *testing.T) {
 			func(r *http.Request) string { return "bad signature " + r.URL.Query().Get("sig") }},
 		{"a 401 echoing the URL's password", "", nil, nil, "pa55word-xyz", 401,
 			func(r *http.Request) string { _, pw, _ := r.BasicAuth(); return "denied for " + pw }},
+		{"a 400 echoing the bearer token base64-encoded", "", nil, map[string]string{"Authorization": "Bearer " + token}, token, 400,
+			func(r *http.Request) string {
+				return "token b64 " + base64.StdEncoding.EncodeToString([]byte(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")))
+			}},
+		{"a 400 echoing an API key base64-encoded, URL-safe and raw", "", nil, map[string]string{"X-Api-Key": odd}, odd, 400,
+			func(r *http.Request) string {
+				return "key " + base64.RawURLEncoding.EncodeToString([]byte(r.Header.Get("X-Api-Key")))
+			}},
+		{"a 401 echoing the URL's userinfo as Basic credentials", "", nil, nil, "pa55word-xyz", 401,
+			func(r *http.Request) string { return "denied for " + r.Header.Get("Authorization") }},
 		{"a 200 naming the token as a failed item", "", nil, map[string]string{"Authorization": "Bearer " + token}, token, 200,
 			func(r *http.Request) string {
 				return `{"batchItemFailures":[{"itemIdentifier":"` + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") + `"}]}`
@@ -690,7 +700,7 @@ func TestEchoedCredentialsNeverInErrors(t *testing.T) {
 				}))
 				t.Cleanup(srv.Close)
 				u := srv.URL + tt.url
-				if strings.Contains(tt.name, "URL's password") {
+				if strings.Contains(tt.name, "URL's password") || strings.Contains(tt.name, "URL's userinfo") {
 					u = strings.Replace(u, "http://", "http://svc-user:pa55word-xyz@", 1)
 				}
 				tg := newTarget(t, httptarget.Config{URL: u, Batch: batch, Headers: tt.headers, Query: tt.query})
@@ -703,7 +713,9 @@ func TestEchoedCredentialsNeverInErrors(t *testing.T) {
 					t.Errorf("errors %q do not show where the secret was redacted", texts)
 				}
 				quoted, _ := json.Marshal(tt.secret)
-				parts := []string{tt.secret, tt.secret[:8], tt.secret[len(tt.secret)-8:], url.QueryEscape(tt.secret), string(quoted[1 : len(quoted)-1])}
+				parts := []string{tt.secret, tt.secret[:8], tt.secret[len(tt.secret)-8:], url.QueryEscape(tt.secret), string(quoted[1 : len(quoted)-1]),
+					base64.StdEncoding.EncodeToString([]byte(tt.secret)), base64.RawURLEncoding.EncodeToString([]byte(tt.secret)),
+					base64.StdEncoding.EncodeToString([]byte("svc-user:" + tt.secret))}
 				for _, text := range texts {
 					for _, part := range parts {
 						if strings.Contains(text, part) {

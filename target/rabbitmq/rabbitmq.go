@@ -169,7 +169,7 @@ func New(cfg Config) (*Target, error) {
 	var sec secrets
 	if err == nil && u != nil && u.User != nil {
 		if p, ok := u.User.Password(); ok {
-			sec = append(sec, scrub.New(p)...)
+			sec = append(sec, scrub.New(scrub.Userinfo(u.User.Username(), p)...)...)
 		}
 	}
 	key, err := tparam.Parse("routing key", cfg.RoutingKey)
@@ -197,7 +197,7 @@ func New(cfg Config) (*Target, error) {
 			continue
 		}
 		if p.Template() == nil && len(value) >= minSecret {
-			sec = append(sec, scrub.New(value)...)
+			sec = append(sec, scrub.New(scrub.HeaderValue(value)...)...)
 		}
 		headers = append(headers, header{name: name, value: p})
 	}
