@@ -65,8 +65,8 @@ func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool) {
 // of the enrichment or the target, if any. A panic fails the messages not
 // decided yet and becomes the batch's error.
 //
-// It is three steps, each its own frame, so that the frames under the
-// target call are small: a batch waits for its target's answer in a
+// Its steps before and after the target call are functions of their own,
+// so that its frame under the target call is small: a batch waits for its target's answer in a
 // parked goroutine, and the runtime halves a parked goroutine's stack at a
 // collection only when a quarter of it holds what is in use (issue 20).
 func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) (batchErr error) {
@@ -80,7 +80,13 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) (bat
 	if err != nil || len(events) == 0 {
 		return err
 	}
-	res, err := p.deliver(ctx, events)
+	p.met.batches.Inc()
+	p.exec.invoking(ctx, events)
+	t0 := time.Now()
+	tctx, endTarget := p.stage(ctx, "target")
+	res, err := p.opt.Target.Deliver(tctx, events)
+	endTarget(err)
+	p.met.targetDuration.Observe(time.Since(t0).Seconds())
 	return p.judgeTarget(ctx, &j, events, res, err)
 }
 
@@ -235,18 +241,6 @@ func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]
 		}
 	}
 	return kept, nil
-}
-
-// deliver hands events to the target.
-func (p *Pipe) deliver(ctx context.Context, events []*Event) (Result, error) {
-	p.met.batches.Inc()
-	p.exec.invoking(ctx, events)
-	t0 := time.Now()
-	tctx, endTarget := p.stage(ctx, "target")
-	res, err := p.opt.Target.Deliver(tctx, events)
-	endTarget(err)
-	p.met.targetDuration.Observe(time.Since(t0).Seconds())
-	return res, err
 }
 
 // judgeTarget decides the verdicts of the events the target was given by

@@ -232,12 +232,24 @@ func (t *Target) batchFailed(n int, err error) error {
 }
 
 func (t *Target) sendBatch(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
-	// The records are encoded into the request as it is written.
-	array := batching.NewArray(events)
-	body := func() io.Reader { return array.Again() }
-	status, answer, err := t.send(ctx, events[0], &httpcore.Request{BodyFunc: body, BodyLen: array.Len(), ContentType: httpcore.ContentJSON, ReadAnswer: true})
+	// The records are encoded into the request as it is written. The
+	// request lives with the array rather than in this frame, which stays
+	// small under the wait for the answer.
+	c := &batchCall{array: batching.NewArray(events)}
+	c.req.BodyFunc, c.req.BodyLen = c.body, c.array.Len()
+	c.req.ContentType, c.req.ReadAnswer = httpcore.ContentJSON, true
+	status, answer, err := t.send(ctx, events[0], &c.req)
 	return t.batchAnswer(events, status, answer, err)
 }
+
+// batchCall is the request of a batch and the array its body is read from.
+type batchCall struct {
+	array *batching.Array
+	req   httpcore.Request
+}
+
+// body is a new reader of the array from its start.
+func (c *batchCall) body() io.Reader { return c.array.Again() }
 
 // batchAnswer reads the answer to a batch call.
 func (t *Target) batchAnswer(events []*pipe.Event, status int, answer []byte, err error) (pipe.Result, error) {
