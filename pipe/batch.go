@@ -104,23 +104,76 @@ func (p *Pipe) panicked(r any, v []verdict) error {
 }
 
 // judgement is a batch's verdicts and which of them each message id has.
+// A batch of up to scanIDs messages finds an id's items by a scan of the
+// batch (no map per batch: issue 20); a larger one by a map.
 type judgement struct {
-	v    []verdict
-	byID map[string][]int
+	v     []verdict
+	batch []*Delivery
+	known []bool           // the items registered, by index (small batches)
+	byID  map[string][]int // large batches
+}
+
+// scanIDs is the largest batch whose ids are found by a scan.
+const scanIDs = 32
+
+// init makes j ready for batch.
+func (j *judgement) init(batch []*Delivery) {
+	j.batch = batch
+	if len(batch) <= scanIDs {
+		j.known = make([]bool, len(batch))
+		return
+	}
+	j.byID = make(map[string][]int, len(batch))
+}
+
+// register says item i has the message id id.
+func (j *judgement) register(id string, i int) {
+	if j.byID == nil {
+		j.known[i] = true
+		return
+	}
+	j.byID[id] = append(j.byID[id], i)
+}
+
+// first is the first item registered with id, or -1.
+func (j *judgement) first(id string) int {
+	if j.byID == nil {
+		for i, d := range j.batch {
+			if j.known[i] && d.Message.MessageID == id {
+				return i
+			}
+		}
+		return -1
+	}
+	if idx := j.byID[id]; len(idx) > 0 {
+		return idx[0]
+	}
+	return -1
 }
 
 // fail decides every undecided item of a message.
 func (j *judgement) fail(id, stage string, err error, outcome Outcome) {
-	for _, i := range j.byID[id] {
+	decide := func(i int) {
 		if j.v[i].outcome == 0 {
 			j.v[i] = verdict{outcome: outcome, stage: stage, err: err}
 		}
+	}
+	if j.byID == nil {
+		for i, d := range j.batch {
+			if j.known[i] && d.Message.MessageID == id {
+				decide(i)
+			}
+		}
+		return
+	}
+	for _, i := range j.byID[id] {
+		decide(i)
 	}
 }
 
 // undecided reports whether the message of ev has no verdict yet.
 func (j *judgement) undecided(ev *Event) bool {
-	return j.v[j.byID[ev.ID()][0]].outcome == 0
+	return j.v[j.first(ev.ID())].outcome == 0
 }
 
 // shutdownOr is o, or Released when ctx was cut short by shutdown: the
@@ -137,8 +190,7 @@ func shutdownOr(ctx context.Context, o Outcome) Outcome {
 // enrichment's whole-batch error, if any.
 func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]*Event, error) {
 	v := j.v
-	j.byID = make(map[string][]int, len(batch))
-	byID := j.byID
+	j.init(batch)
 	events := make([]*Event, 0, len(batch))
 	split := false
 	endFilter := p.filterStage(ctx)
@@ -154,7 +206,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]
 				v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
 				continue
 			}
-			byID[ev.ID()] = append(byID[ev.ID()], i)
+			j.register(ev.ID(), i)
 			if p.opt.Filter != nil {
 				ok, err := p.opt.Filter.Match(ctx, ev)
 				if err != nil {
@@ -170,7 +222,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]
 			continue
 		}
 		split = true
-		byID[m.MessageID] = append(byID[m.MessageID], i)
+		j.register(m.MessageID, i)
 		v[i] = p.splitEvents(ctx, m, &events)
 	}
 	endFilter(nil)
@@ -206,7 +258,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]
 			if ev == nil || ev.Message == nil {
 				continue
 			}
-			if idx := byID[ev.ID()]; len(idx) > 0 && v[idx[0]].outcome == 0 {
+			if i := j.first(ev.ID()); i >= 0 && v[i].outcome == 0 {
 				kept = append(kept, ev)
 				handed[ev.ID()] = true
 			}
