@@ -6,6 +6,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,11 @@ func sampleResults() *Results {
 			Benthos:     &RunnerSummary{DrainCPUPer1000: 0.12, CPUPer1000: 0.13, MsgsPerSec: 2000},
 			CPURatio:    0.9, LifetimeCPURatio: 0.95, BenthosRatio: 1.2,
 		}}},
-		Heap: []HeapResult{{Size: 4096, LoMessages: 200, HiMessages: 2000, LoHeap: 3 << 20, HiHeap: 15 << 20, PerMessage: 6990, Target: 6963.2}},
+		Heap: []HeapResult{
+			{Size: 4096, LoMessages: 200, HiMessages: 2000, LoHeap: 3 << 20, HiHeap: 15 << 20, PerMessage: 6990, Target: 6963.2},
+			{Size: 200, LoMessages: 200, HiMessages: 2000, LoHeap: 3 << 20, HiHeap: 7 << 20, PerMessage: 2182, Target: 2288,
+				Visibility: "30s", LoStacks: 1 << 20, HiStacks: 4 << 20, StacksPerMessage: 1802, TotalPerMessage: 3984, GoroutinesPerMessage: 0.12, TotalTarget: 3312},
+		},
 	}
 }
 
@@ -70,6 +75,8 @@ func TestTheReportHasARowPerFigureWithItsTarget(t *testing.T) {
 		"Same job, concurrency 4: CPU µs per msg, same-job consumer (bench/samejob) | 100.0 (105.0 with start-up and stop; 2900 msgs/s)",
 		"ratio Benthos/same-job 1.20",
 		"Live heap per extra in-flight message, 4096 B bodies", "| 6990 B (1.71 × body; 3.0 MiB → 15.0 MiB) | ≤ 1.2 × body + 2 KB = 6963 B | **no** |",
+		"| All-in memory per extra in-flight message, 200 B bodies (heap + goroutine stacks, visibility 30s: heartbeat running) | 3984 B = 2182 B heap + 1802 B stacks",
+		"0.12 goroutines per message) | ≤ 1.2 × body + 3 KB = 3312 B | **no** |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
@@ -289,5 +296,28 @@ func TestTheBenthosVersionIsReadFromItsVersionOutput(t *testing.T) {
 		if got := benthosVersion(tt.out); got != tt.want {
 			t.Errorf("benthosVersion(%q) = %q, want %q", tt.out, got, tt.want)
 		}
+	}
+}
+
+func TestHeapSizesAreReadFromTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []int
+		fails    bool
+	}{
+		{name: "all three sizes are read", in: "200,4096,102400", want: []int{200, 4096, 102400}},
+		{name: "one size with spaces is read", in: " 4096 ", want: []int{4096}},
+		{name: "a size the scenario has no level for fails", in: "200,1000", fails: true},
+		{name: "no size fails", in: ",", fails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseHeapSizes(tc.in)
+			if (err != nil) != tc.fails {
+				t.Fatalf("parseHeapSizes(%q) error = %v, want failure %v", tc.in, err, tc.fails)
+			}
+			if !tc.fails && !slices.Equal(got, tc.want) {
+				t.Errorf("parseHeapSizes(%q) = %v, want %v", tc.in, got, tc.want)
+			}
+		})
 	}
 }

@@ -56,6 +56,7 @@ type options struct {
 	benthos    string // -benthos: a Benthos v4 binary, measured beside pipes when set
 
 	heapProfiles string // -heap-profiles: a folder for the heap scenario's profiles
+	heapSizes    []int  // -heap-sizes: the body sizes the heap scenario measures
 	cpuProfiles  string // -cpu-profiles: a folder for CPU profiles of a same-job drain
 	pipesEnv     string // -pipes-env: K=V,… added to the pipes runner's environment
 
@@ -104,6 +105,7 @@ func run() error {
 	flag.StringVar(&o.pipesEnv, "pipes-env", "", "K=V pairs, comma-separated, added to the environment of the pipes runner (GOMAXPROCS=2: without the scheduler sizing; PIPES_HTTP_TRANSPORT=net/http: without internal/h1)")
 	flag.StringVar(&o.cpuProfiles, "cpu-profiles", "", "a folder where the samejob scenario saves CPU profiles of one more drain by pipes' runtime (bench/heapprobe) and by the same-job consumer at each concurrency")
 	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "a folder where the heap scenario saves a heap profile of each level (go tool pprof)")
+	heapSizes := flag.String("heap-sizes", "200,4096,102400", "body sizes the heap scenario measures (comma-separated, of 200,4096,102400); a run of some keeps the others' figures")
 	flag.IntVar(&o.memConc, "memory-concurrency", 1000, "concurrent batches of the memory runs")
 	flag.IntVar(&o.memSize, "memory-size", 4096, "message size of the memory runs")
 	flag.Int64Var(&o.memBudget, "memory-budget", 8<<20, "--max-inflight-bytes of the bounded memory run")
@@ -116,6 +118,9 @@ func run() error {
 		return err
 	}
 	if o.sameConc, err = parseConcurrencies(*sameConc); err != nil {
+		return err
+	}
+	if o.heapSizes, err = parseHeapSizes(*heapSizes); err != nil {
 		return err
 	}
 	if _, ok := servers[o.server]; !ok {

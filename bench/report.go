@@ -103,6 +103,13 @@ func writeReport(w io.Writer, r *Results) error {
 		row(fmt.Sprintf("Live heap per extra in-flight message, %d B bodies (HeapAlloc after a forced GC, bench/heapprobe, %d → %d messages held at the target)", hp.Size, hp.LoMessages, hp.HiMessages),
 			fmt.Sprintf("%.0f B (%.2f × body; %s → %s)", hp.PerMessage, hp.PerMessage/float64(hp.Size), mib(float64(hp.LoHeap)), mib(float64(hp.HiHeap))),
 			fmt.Sprintf("≤ 1.2 × body + 2 KB = %.0f B", hp.Target), yes(hp.PerMessage <= hp.Target))
+		if hp.TotalTarget > 0 {
+			row(fmt.Sprintf("All-in memory per extra in-flight message, %d B bodies (heap + goroutine stacks, visibility %s: heartbeat running)", hp.Size, hp.Visibility),
+				fmt.Sprintf("%.0f B = %.0f B heap + %.0f B stacks (%.2f × body; stacks %s → %s; %.2f goroutines per message)",
+					hp.TotalPerMessage, hp.PerMessage, hp.StacksPerMessage, hp.TotalPerMessage/float64(hp.Size),
+					mib(float64(hp.LoStacks)), mib(float64(hp.HiStacks)), hp.GoroutinesPerMessage),
+				fmt.Sprintf("≤ 1.2 × body + 3 KB = %.0f B", hp.TotalTarget), yes(hp.TotalPerMessage <= hp.TotalTarget))
+		}
 	}
 	if rl := r.RateLimit; rl != nil {
 		row(fmt.Sprintf("ReceiveMessage calls per message at rate_limit %.0f (%d msgs, concurrency %d)", rl.RateLimit, rl.Messages, rl.Concurrency),

@@ -191,18 +191,35 @@ type MemoryResult struct {
 	WithinBudget      bool    `json:"within_budget"`
 }
 
-// HeapResult is the live heap per extra in-flight message at one message
-// size: HeapAlloc after a forced GC with LoMessages, then HiMessages, held
-// at the target.
+// HeapResult is the memory per extra in-flight message at one message
+// size: HeapAlloc after a forced GC, and the goroutine stacks
+// (StackInuse), with LoMessages, then HiMessages, held at the target.
 type HeapResult struct {
 	Size       int     `json:"size"`
 	LoMessages int     `json:"lo_messages"`
 	HiMessages int     `json:"hi_messages"`
 	LoHeap     uint64  `json:"lo_heap"`
 	HiHeap     uint64  `json:"hi_heap"`
-	PerMessage float64 `json:"per_message"`
-	// Target is 1.2 × the body + 2 KB.
+	PerMessage float64 `json:"per_message"` // heap only (issue 11's figure)
+	// Target is 1.2 × the body + 2 KB: issue 11's target for the heap alone.
 	Target float64 `json:"target"`
+
+	// Visibility is the queue's visibility timeout during the run ("" in
+	// runs before issue 20, which used 300 s: no heartbeat).
+	Visibility string `json:"visibility,omitempty"`
+	// LoStacks and HiStacks are the goroutine stacks (StackInuse) at each
+	// level; LoGoroutines and HiGoroutines the goroutines.
+	LoStacks     uint64 `json:"lo_stacks,omitempty"`
+	HiStacks     uint64 `json:"hi_stacks,omitempty"`
+	LoGoroutines uint64 `json:"lo_goroutines,omitempty"`
+	HiGoroutines uint64 `json:"hi_goroutines,omitempty"`
+	// StacksPerMessage is the stacks per extra message; TotalPerMessage
+	// the heap and stacks together (all of it counted, issue 20).
+	StacksPerMessage     float64 `json:"stacks_per_message,omitempty"`
+	TotalPerMessage      float64 `json:"total_per_message,omitempty"`
+	GoroutinesPerMessage float64 `json:"goroutines_per_message,omitempty"`
+	// TotalTarget is 1.2 × the body + 3 KB, for TotalPerMessage.
+	TotalTarget float64 `json:"total_target,omitempty"`
 }
 
 // loadResults reads dir/results.json; a missing file gives empty results.

@@ -175,6 +175,6 @@ func (h *HTTP) enrich(ctx context.Context, events []*pipe.Event) ([]*pipe.Event,
 // invoke makes one request and classifies its outcome
 // (httpcore.Client.Do); it returns a 2xx answer's body.
 func (h *HTTP) invoke(ctx context.Context, body []byte) ([]byte, error) {
-	_, answer, err := h.core.Do(ctx, httpcore.Request{Body: body, ContentType: h.contentType, ReadAnswer: true})
+	_, answer, err := h.core.Do(ctx, &httpcore.Request{Body: body, ContentType: h.contentType, ReadAnswer: true})
 	return answer, err
 }

@@ -54,30 +54,143 @@ func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool) {
 	ctx = p.exec.begin(ctx, len(batch))
 	ctx, span := p.startBatchSpan(ctx, batch)
 	v := make([]verdict, len(batch))
-	var targetErr error
-	defer func() {
-		if r := recover(); r != nil {
-			err := fmt.Errorf("panic in pipe %s: %v", p.opt.Name, r)
-			p.log.Error("batch panicked; its undecided messages fail", "error", err)
-			for i := range v {
-				if v[i].outcome == 0 {
-					v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
-				}
-			}
-			targetErr = err
-		}
-		sctx, endSettle := p.stage(ctx, "settle")
-		p.settleBatch(sctx, batch, v, targetErr, start, probe)
-		endSettle(nil)
-		endBatchSpan(span, v, targetErr)
-	}()
-	targetErr = p.process(ctx, batch, v)
+	targetErr := p.process(ctx, batch, v)
+	sctx, endSettle := p.stage(ctx, "settle")
+	p.settleBatch(sctx, batch, v, targetErr, start, probe)
+	endSettle(nil)
+	endBatchSpan(span, v, targetErr)
 }
 
 // process decides the verdicts of a batch; it returns the whole-batch error
-// of the enrichment or the target, if any.
-func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) error {
-	byID := make(map[string][]int, len(batch))
+// of the enrichment or the target, if any. A panic fails the messages not
+// decided yet and becomes the batch's error.
+//
+// Its steps before and after the target call are functions of their own,
+// so that its frame under the target call is small: a batch waits for its target's answer in a
+// parked goroutine, and the runtime halves a parked goroutine's stack at a
+// collection only when a quarter of it holds what is in use (issue 20).
+func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) (batchErr error) {
+	defer func() {
+		if r := recover(); r != nil {
+			batchErr = p.panicked(r, v)
+		}
+	}()
+	j := judgement{v: v}
+	events, err := p.prepare(ctx, batch, &j)
+	if err != nil || len(events) == 0 {
+		return err
+	}
+	p.met.batches.Inc()
+	p.exec.invoking(ctx, events)
+	t0 := time.Now()
+	tctx, endTarget := p.stage(ctx, "target")
+	res, err := p.opt.Target.Deliver(tctx, events)
+	endTarget(err)
+	p.met.targetDuration.Observe(time.Since(t0).Seconds())
+	return p.judgeTarget(ctx, &j, events, res, err)
+}
+
+// panicked fails the undecided verdicts for a panic r, and returns the
+// batch's error.
+func (p *Pipe) panicked(r any, v []verdict) error {
+	err := fmt.Errorf("panic in pipe %s: %v", p.opt.Name, r)
+	p.log.Error("batch panicked; its undecided messages fail", "error", err)
+	for i := range v {
+		if v[i].outcome == 0 {
+			v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
+		}
+	}
+	return err
+}
+
+// judgement is a batch's verdicts and which of them each message id has.
+// A batch of up to scanIDs messages finds an id's items by a scan of the
+// batch (no map per batch: issue 20); a larger one by a map.
+type judgement struct {
+	v     []verdict
+	batch []*Delivery
+	known []bool           // the items registered, by index (small batches)
+	byID  map[string][]int // large batches
+}
+
+// scanIDs is the largest batch whose ids are found by a scan.
+const scanIDs = 32
+
+// init makes j ready for batch.
+func (j *judgement) init(batch []*Delivery) {
+	j.batch = batch
+	if len(batch) <= scanIDs {
+		j.known = make([]bool, len(batch))
+		return
+	}
+	j.byID = make(map[string][]int, len(batch))
+}
+
+// register says item i has the message id id.
+func (j *judgement) register(id string, i int) {
+	if j.byID == nil {
+		j.known[i] = true
+		return
+	}
+	j.byID[id] = append(j.byID[id], i)
+}
+
+// first is the first item registered with id, or -1.
+func (j *judgement) first(id string) int {
+	if j.byID == nil {
+		for i, d := range j.batch {
+			if j.known[i] && d.Message.MessageID == id {
+				return i
+			}
+		}
+		return -1
+	}
+	if idx := j.byID[id]; len(idx) > 0 {
+		return idx[0]
+	}
+	return -1
+}
+
+// fail decides every undecided item of a message.
+func (j *judgement) fail(id, stage string, err error, outcome Outcome) {
+	decide := func(i int) {
+		if j.v[i].outcome == 0 {
+			j.v[i] = verdict{outcome: outcome, stage: stage, err: err}
+		}
+	}
+	if j.byID == nil {
+		for i, d := range j.batch {
+			if j.known[i] && d.Message.MessageID == id {
+				decide(i)
+			}
+		}
+		return
+	}
+	for _, i := range j.byID[id] {
+		decide(i)
+	}
+}
+
+// undecided reports whether the message of ev has no verdict yet.
+func (j *judgement) undecided(ev *Event) bool {
+	return j.v[j.first(ev.ID())].outcome == 0
+}
+
+// shutdownOr is o, or Released when ctx was cut short by shutdown: the
+// message is given back at once.
+func shutdownOr(ctx context.Context, o Outcome) Outcome {
+	if ctx.Err() != nil {
+		return Released
+	}
+	return o
+}
+
+// prepare makes the events of a batch and takes them through filter,
+// enrichment and transformer; it returns those for the target and the
+// enrichment's whole-batch error, if any.
+func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]*Event, error) {
+	v := j.v
+	j.init(batch)
 	events := make([]*Event, 0, len(batch))
 	split := false
 	endFilter := p.filterStage(ctx)
@@ -93,7 +206,7 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 				v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
 				continue
 			}
-			byID[ev.ID()] = append(byID[ev.ID()], i)
+			j.register(ev.ID(), i)
 			if p.opt.Filter != nil {
 				ok, err := p.opt.Filter.Match(ctx, ev)
 				if err != nil {
@@ -109,32 +222,18 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 			continue
 		}
 		split = true
-		byID[m.MessageID] = append(byID[m.MessageID], i)
+		j.register(m.MessageID, i)
 		v[i] = p.splitEvents(ctx, m, &events)
 	}
 	endFilter(nil)
 	if split { // a failed record fails its message: drop its other records
 		kept := events[:0]
 		for _, ev := range events {
-			if v[byID[ev.ID()][0]].outcome == 0 {
+			if j.undecided(ev) {
 				kept = append(kept, ev)
 			}
 		}
 		events = kept
-	}
-	// fail decides every undecided item of a message.
-	fail := func(id, stage string, err error, outcome Outcome) {
-		for _, i := range byID[id] {
-			if v[i].outcome == 0 {
-				v[i] = verdict{outcome: outcome, stage: stage, err: err}
-			}
-		}
-	}
-	shutdownOr := func(o Outcome) Outcome {
-		if ctx.Err() != nil {
-			return Released // cut short by shutdown: give back at once
-		}
-		return o
 	}
 	if p.opt.Enricher != nil && len(events) > 0 {
 		ectx, endEnrich := p.stage(ctx, "enrichment")
@@ -142,16 +241,16 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 		endEnrich(err)
 		if err != nil {
 			for _, ev := range events {
-				fail(ev.ID(), "enrichment", err, shutdownOr(FailedRetry))
+				j.fail(ev.ID(), "enrichment", err, shutdownOr(ctx, FailedRetry))
 			}
-			return err
+			return nil, err
 		}
 		for _, f := range res.Failures {
 			reason := f.Err
 			if reason == nil {
 				reason = ErrReportedFailed
 			}
-			fail(f.ID, "enrichment", reason, FailedRetry)
+			j.fail(f.ID, "enrichment", reason, FailedRetry)
 		}
 		kept := out[:0:0]
 		handed := map[string]bool{}
@@ -159,7 +258,7 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 			if ev == nil || ev.Message == nil {
 				continue
 			}
-			if idx := byID[ev.ID()]; len(idx) > 0 && v[idx[0]].outcome == 0 {
+			if i := j.first(ev.ID()); i >= 0 && v[i].outcome == 0 {
 				kept = append(kept, ev)
 				handed[ev.ID()] = true
 			}
@@ -168,7 +267,7 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 		// empty answer means the target is not called).
 		for _, ev := range events {
 			if !handed[ev.ID()] {
-				fail(ev.ID(), "", nil, Filtered)
+				j.fail(ev.ID(), "", nil, Filtered)
 			}
 		}
 		events = kept
@@ -178,7 +277,7 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 		for _, ev := range events {
 			payload, err := p.opt.Transformer.Transform(ctx, ev)
 			if err != nil {
-				fail(ev.ID(), "transform", err, FailedRetry)
+				j.fail(ev.ID(), "transform", err, FailedRetry)
 				continue
 			}
 			ev.Payload = payload
@@ -189,24 +288,19 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 	// A message fails whole: drop the other events of failed messages.
 	kept := events[:0]
 	for _, ev := range events {
-		if v[byID[ev.ID()][0]].outcome == 0 {
+		if j.undecided(ev) {
 			kept = append(kept, ev)
 		}
 	}
-	events = kept
-	if len(events) == 0 {
-		return nil
-	}
-	p.met.batches.Inc()
-	p.exec.invoking(ctx, events)
-	t0 := time.Now()
-	tctx, endTarget := p.stage(ctx, "target")
-	res, err := p.opt.Target.Deliver(tctx, events)
-	endTarget(err)
-	p.met.targetDuration.Observe(time.Since(t0).Seconds())
+	return kept, nil
+}
+
+// judgeTarget decides the verdicts of the events the target was given by
+// its answer, and returns its whole-batch error, if any.
+func (p *Pipe) judgeTarget(ctx context.Context, j *judgement, events []*Event, res Result, err error) error {
 	if err != nil {
 		for _, ev := range events {
-			fail(ev.ID(), "target", err, shutdownOr(FailedRetry))
+			j.fail(ev.ID(), "target", err, shutdownOr(ctx, FailedRetry))
 		}
 		return err
 	}
@@ -215,10 +309,10 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) erro
 		if reason == nil {
 			reason = ErrReportedFailed
 		}
-		fail(f.ID, "target", reason, shutdownOr(FailedRetry))
+		j.fail(f.ID, "target", reason, shutdownOr(ctx, FailedRetry))
 	}
 	for _, ev := range events {
-		fail(ev.ID(), "", nil, Succeeded)
+		j.fail(ev.ID(), "", nil, Succeeded)
 	}
 	return nil
 }

@@ -81,26 +81,35 @@ func (w *workers) loop(job func()) {
 		if w.beyondLimit() {
 			return
 		}
-		idle.Reset(workerIdle)
-		w.idle.Add(1)
-		select {
-		case job = <-w.jobs:
-			w.idle.Add(-1)
-			continue
-		case <-w.quit:
-		case <-idle.C:
+		if job = w.next(idle); job == nil {
+			w.leave()
+			return
 		}
-		w.idle.Add(-1)
-		// The job channel may have been handed a job just as this worker
-		// gave up: take it rather than leave it waiting.
-		select {
-		case job = <-w.jobs:
-			continue
-		default:
-		}
-		w.leave()
-		return
 	}
+}
+
+// next waits for the worker's next job; nil means the pool is closed or
+// the worker was idle for workerIdle. (Its own frame: loop's stays small
+// under the jobs, which may wait long in a parked goroutine, issue 20.)
+func (w *workers) next(idle *time.Timer) func() {
+	idle.Reset(workerIdle)
+	w.idle.Add(1)
+	select {
+	case job := <-w.jobs:
+		w.idle.Add(-1)
+		return job
+	case <-w.quit:
+	case <-idle.C:
+	}
+	w.idle.Add(-1)
+	// The job channel may have been handed a job just as this worker
+	// gave up: take it rather than leave it waiting.
+	select {
+	case job := <-w.jobs:
+		return job
+	default:
+	}
+	return nil
 }
 
 func (w *workers) leave() { w.live.Add(-1) }

@@ -4,8 +4,10 @@
 //
 //	GET /metrics  the pipes' series (pipes_inflight_messages, ...)
 //	GET /heap     forces two garbage collections, then answers the live
-//	              heap as JSON: {"heap_alloc": B, "heap_inuse": B}
+//	              heap and the goroutine stacks as JSON: {"heap_alloc": B,
+//	              "heap_inuse": B, "stack_inuse": B, "goroutines": N}
 //	GET /debug/pprof/heap  the heap profile (`?gc=1` collects first)
+//	GET /debug/pprof/goroutine  the goroutine profile (`?debug=1`: text)
 //
 // It sets the Go memory limit and GC target as `pipes run` does with its
 // default --max-inflight-bytes; -cpuprofile writes a CPU profile of the
@@ -13,7 +15,9 @@
 //
 // HeapAlloc right after runtime.GC is the heap that is reachable, not the
 // garbage awaiting a collection that /metrics' go_memstats show between
-// collections. It stops on SIGINT or SIGTERM.
+// collections. StackInuse is the memory of goroutine stacks (the
+// runtime's /memory/classes/heap/stacks:bytes), which HeapAlloc leaves
+// out: a goroutine parked per in-flight batch shows there. It stops on SIGINT or SIGTERM.
 //
 //	heapprobe -f pipeline.yaml -addr 127.0.0.1:9100
 package main
@@ -90,13 +94,15 @@ func run() error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/debug/pprof/heap", pprof.Handler("heap"))
+	mux.Handle("/debug/pprof/goroutine", pprof.Handler("goroutine"))
 	mux.HandleFunc("/heap", func(w http.ResponseWriter, _ *http.Request) {
 		runtime.GC()
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]uint64{"heap_alloc": ms.HeapAlloc, "heap_inuse": ms.HeapInuse})
+		_ = json.NewEncoder(w).Encode(map[string]uint64{"heap_alloc": ms.HeapAlloc, "heap_inuse": ms.HeapInuse,
+			"stack_inuse": ms.StackInuse, "goroutines": uint64(runtime.NumGoroutine())})
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

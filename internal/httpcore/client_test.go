@@ -92,7 +92,7 @@ func TestDoClassifiesEveryOutcome(t *testing.T) {
 				timeout = 200 * time.Millisecond
 			}
 			c := newClient(t, Config{URL: tt.url, Timeout: timeout})
-			_, answer, err := c.Do(context.Background(), Request{Body: []byte("{}"), ContentType: ContentJSON, ReadAnswer: true})
+			_, answer, err := c.Do(context.Background(), &Request{Body: []byte("{}"), ContentType: ContentJSON, ReadAnswer: true})
 			if got := kindOf(err); got != tt.wantKind {
 				t.Fatalf("Do: %s (%v), want %s", got, err, tt.wantKind)
 			}
@@ -145,7 +145,7 @@ func TestDoCopiesTheHeaderOnlyWhenARequestAddsToIt(t *testing.T) {
 			rec := &headerRecorder{}
 			c := newClient(t, Config{URL: srv.URL, Headers: tt.headers, Client: &http.Client{Transport: rec}})
 			for range 3 {
-				if _, _, err := c.Do(context.Background(), tt.req); err != nil {
+				if _, _, err := c.Do(context.Background(), &tt.req); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -166,7 +166,7 @@ func TestHostHeaderSetsTheRequestHost(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r.Host }))
 	t.Cleanup(srv.Close)
 	c := newClient(t, Config{URL: srv.URL, Headers: map[string]string{"host": "api.internal"}})
-	if _, _, err := c.Do(context.Background(), Request{}); err != nil {
+	if _, _, err := c.Do(context.Background(), &Request{}); err != nil {
 		t.Fatal(err)
 	}
 	if got != "api.internal" {
@@ -218,7 +218,7 @@ func TestDoReadsEveryAnswerWhole(t *testing.T) {
 			t.Cleanup(srv.Close)
 			c := newClient(t, Config{URL: srv.URL})
 			for range 2 { // the second reuses the connection
-				_, answer, err := c.Do(context.Background(), Request{ReadAnswer: true})
+				_, answer, err := c.Do(context.Background(), &Request{ReadAnswer: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -243,7 +243,7 @@ func TestDoFailsAnAnswerShorterThanAnnounced(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	c := newClient(t, Config{URL: srv.URL})
-	if _, answer, err := c.Do(context.Background(), Request{ReadAnswer: true}); err == nil {
+	if _, answer, err := c.Do(context.Background(), &Request{ReadAnswer: true}); err == nil {
 		t.Fatalf("a truncated answer was read as %q, want an error", answer)
 	}
 }

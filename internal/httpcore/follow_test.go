@@ -40,7 +40,7 @@ func TestIdleConnectionsAreClosedWhenTheConcurrencyHalves(t *testing.T) {
 	var done sync.WaitGroup
 	for range n {
 		done.Go(func() {
-			if _, _, err := c.Do(context.Background(), Request{Body: []byte("{}")}); err != nil {
+			if _, _, err := c.Do(context.Background(), &Request{Body: []byte("{}")}); err != nil {
 				t.Error(err)
 			}
 		})

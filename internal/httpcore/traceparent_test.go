@@ -54,12 +54,12 @@ func TestDoSendsTheTraceparentOfTheSpanInItsContext(t *testing.T) {
 			mu.Lock()
 			got = nil
 			mu.Unlock()
-			if _, _, err := c.Do(tt.ctx, tt.req); err != nil {
+			if _, _, err := c.Do(tt.ctx, &tt.req); err != nil {
 				t.Fatal(err)
 			}
 			// The shared header is never changed: a request without a span
 			// sends none afterwards.
-			if _, _, err := c.Do(context.Background(), Request{}); err != nil {
+			if _, _, err := c.Do(context.Background(), &Request{}); err != nil {
 				t.Fatal(err)
 			}
 			mu.Lock()
@@ -86,7 +86,7 @@ func TestFailuresTellTheirHTTPStatus(t *testing.T) {
 	defer srv.Close()
 	for _, headers := range []map[string]string{nil, {"X-Key": "s3cr3t-value"}} {
 		c := newClient(t, Config{URL: srv.URL, Headers: headers})
-		_, _, err := c.Do(context.Background(), Request{})
+		_, _, err := c.Do(context.Background(), &Request{})
 		var se interface{ HTTPStatusCode() int }
 		if !errors.As(err, &se) || se.HTTPStatusCode() != 503 {
 			t.Errorf("headers %v: error %v gives no status 503", headers, err)
@@ -111,6 +111,6 @@ func BenchmarkHeaderForWithoutSpan(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = c.headerFor(Request{ContentType: ContentJSON}, traceparent(ctx))
+		_ = c.headerFor(&Request{ContentType: ContentJSON}, traceparent(ctx))
 	}
 }
