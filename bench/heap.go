@@ -89,7 +89,7 @@ func (h *harness) heapAt(ctx context.Context, size, conc int) (uint64, error) {
 	if h.o.heapProfiles != "" {
 		args = append(args, "-memprofilerate", "512")
 	}
-	c, err := h.kids.start("heapprobe", filepath.Join(h.tmp, label+".log"), args...)
+	c, err := h.kids.start("heapprobe", filepath.Join(h.tmp, label+".log"), nil, args...)
 	if err != nil {
 		return 0, err
 	}
