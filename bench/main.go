@@ -12,7 +12,7 @@
 //	go run ./bench -report
 //
 // prints the Markdown table the README includes. -quick is a smoke run of
-// about a minute and a half whose results go to bench/results/quick/ so
+// about two minutes whose results go to bench/results/quick/ so
 // that they never replace the full run's. The harness never runs under
 // `go test`.
 package main
