@@ -137,7 +137,7 @@ func (h *harness) heapAt(ctx context.Context, size, conc int) (probeMemory, erro
 	if h.o.heapProfiles != "" {
 		args = append(args, "-memprofilerate", "512")
 	}
-	c, err := h.kids.start("heapprobe", filepath.Join(h.tmp, label+".log"), args...)
+	c, err := h.kids.start("heapprobe", filepath.Join(h.tmp, label+".log"), nil, args...)
 	if err != nil {
 		return probeMemory{}, err
 	}

@@ -12,7 +12,7 @@
 //	go run ./bench -report
 //
 // prints the Markdown table the README includes. -quick is a smoke run of
-// about a minute and a half whose results go to bench/results/quick/ so
+// about two minutes whose results go to bench/results/quick/ so
 // that they never replace the full run's. The harness never runs under
 // `go test`.
 package main
@@ -51,9 +51,11 @@ type options struct {
 	scaleDelay   time.Duration
 	scaleFast    int
 
-	sameConc   []int
-	sameRounds int
-	benthos    string // -benthos: a Benthos v4 binary, measured beside pipes when set
+	sameConc     []int
+	sameRounds   int
+	sameVariants []sameJobVariant // -samejob-variants; the default variant first
+	sameTLS      bool             // -samejob-tls: the same-job rounds also run through a TLS proxy
+	benthos      string           // -benthos: a Benthos v4 binary, measured beside pipes when set
 
 	heapProfiles string // -heap-profiles: a folder for the heap scenario's profiles
 	heapSizes    []int  // -heap-sizes: the body sizes the heap scenario measures
@@ -101,6 +103,8 @@ func run() error {
 	flag.IntVar(&o.scaleFast, "scaleup-fast", 6000, "scale_up_per_minute of the second scale-up run (0: none)")
 	sameConc := flag.String("samejob-concurrency", "4,16", "concurrencies of the same-job comparison (comma-separated)")
 	flag.IntVar(&o.sameRounds, "samejob-rounds", 3, "rounds of the same-job comparison at each concurrency (the runners' order rotates; medians are reported)")
+	variants := flag.String("samejob-variants", "default,gomaxprocs1,pool", "variants of the same-job consumer in the same-job comparison: default (as a user writes it), gomaxprocs1 (GOMAXPROCS=1), pool (its SDK client's idle pool sized to the concurrency), gomaxprocs1+pool; default always runs")
+	flag.BoolVar(&o.sameTLS, "samejob-tls", false, "the same-job comparison also runs, in the same rounds, with every runner reaching the server through a TLS proxy (AWS_CA_BUNDLE); doubles its time")
 	flag.StringVar(&o.benthos, "benthos", "", "a Benthos v4 binary to measure in the same-job comparison (built outside the repository)")
 	flag.StringVar(&o.pipesEnv, "pipes-env", "", "K=V pairs, comma-separated, added to the environment of the pipes runner (GOMAXPROCS=2: without the scheduler sizing; PIPES_HTTP_TRANSPORT=net/http: without internal/h1)")
 	flag.StringVar(&o.cpuProfiles, "cpu-profiles", "", "a folder where the samejob scenario saves CPU profiles of one more drain by pipes' runtime (bench/heapprobe) and by the same-job consumer at each concurrency")
@@ -121,6 +125,9 @@ func run() error {
 		return err
 	}
 	if o.heapSizes, err = parseHeapSizes(*heapSizes); err != nil {
+		return err
+	}
+	if o.sameVariants, err = parseVariants(*variants); err != nil {
 		return err
 	}
 	if _, ok := servers[o.server]; !ok {
@@ -208,6 +215,14 @@ type harness struct {
 	srv            *sqsServer
 	tgt            *target
 	kids           *children
+	// quietAt is when the abandoned long polls of the last stopped runner
+	// have ended: the next drain starts no earlier.
+	quietAt time.Time
+}
+
+// waitQuiet sleeps until quietAt (or ctx ends).
+func (h *harness) waitQuiet(ctx context.Context) error {
+	return sleep(ctx, time.Until(h.quietAt))
 }
 
 func runHarness(ctx context.Context, root, dir string, o options) error {
@@ -302,6 +317,7 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 			errs = append(errs, fmt.Errorf("scenario %s: %w", s.name, err))
 			progress(fmt.Sprintf("scenario %s failed: %v", s.name, err))
 		}
+		_ = h.waitQuiet(ctx) // a cancelled ctx is reported below
 		if err := res.save(dir); err != nil {
 			return err
 		}

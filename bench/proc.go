@@ -34,9 +34,9 @@ type children struct {
 	live map[*child]struct{}
 }
 
-// start runs a child with the AWS environment the local server needs; its
-// stdout and stderr go to logPath.
-func (cs *children) start(name, logPath string, args ...string) (*child, error) {
+// start runs a child with the AWS environment the local server needs, and
+// env (K=V) after it; its stdout and stderr go to logPath.
+func (cs *children) start(name, logPath string, env []string, args ...string) (*child, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("creating the log of %s: %w", name, err)
@@ -47,6 +47,7 @@ func (cs *children) start(name, logPath string, args ...string) (*child, error) 
 	if name == "pipes" {
 		cmd.Env = append(cmd.Env, cs.pipesEnv...)
 	}
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	if err := cmd.Start(); err != nil {

@@ -37,6 +37,9 @@ func writeReport(w io.Writer, r *Results) error {
 		for _, l := range s.Levels {
 			setup := fmt.Sprintf("%d × %d B, concurrency %d, wait %s, medians of %d rotated rounds; CPU from the first message at the target to the last", s.N, s.Size, l.Concurrency, s.WaitTime, s.Rounds)
 			val := func(r RunnerSummary) string {
+				if r.TLSHandshakes > 0 {
+					return fmt.Sprintf("%.1f (%.1f with start-up and stop; %.0f msgs/s; %.0f TLS handshakes)", 1000*r.DrainCPUPer1000, 1000*r.CPUPer1000, r.MsgsPerSec, r.TLSHandshakes)
+				}
 				return fmt.Sprintf("%.1f (%.1f with start-up and stop; %.0f msgs/s)", 1000*r.DrainCPUPer1000, 1000*r.CPUPer1000, r.MsgsPerSec)
 			}
 			row(fmt.Sprintf("Same job, concurrency %d: CPU µs per msg, pipes (records as they are)", l.Concurrency), val(l.Pipes), setup, nil)
@@ -45,6 +48,12 @@ func writeReport(w io.Writer, r *Results) error {
 			if l.Benthos != nil {
 				row(fmt.Sprintf("Same job, concurrency %d: CPU µs per msg, Benthos (%s; bodies as a JSON array, no record)", l.Concurrency, s.Benthos),
 					val(*l.Benthos)+fmt.Sprintf(", ratio Benthos/same-job %.2f", l.BenthosRatio), "", nil)
+			}
+			versusRows(row, val, fmt.Sprintf("Same job, concurrency %d, plain HTTP", l.Concurrency), l.SameJobVersus, true)
+			if t := l.TLS; t != nil {
+				fig := fmt.Sprintf("Same job, concurrency %d, TLS", l.Concurrency)
+				row(fig+": CPU µs per msg, pipes (records as they are)", val(t.Pipes), "through the harness's TLS proxy (AWS_CA_BUNDLE), same rounds", nil)
+				versusRows(row, val, fig, t.SameJobVersus, false)
 			}
 		}
 	}
@@ -121,6 +130,39 @@ func writeReport(w io.Writer, r *Results) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// versusRows adds, under fig, a row per variant of the same-job consumer
+// (its CPU per message and pipes ÷ it) and pipes ÷ the best of them;
+// skipDefault leaves out the default variant's, which rows above show.
+func versusRows(row func(fig, val, target string, met *bool), val func(RunnerSummary) string, fig string, vs SameJobVersus, skipDefault bool) {
+	if len(vs.Consumers) == 0 {
+		return
+	}
+	best := ""
+	for _, c := range vs.Consumers {
+		w := variantWhat(c.Variant)
+		if c.Variant == vs.Best {
+			best = w
+		}
+		if skipDefault && c.Variant == "default" {
+			continue
+		}
+		row(fmt.Sprintf("%s: CPU µs per msg, same-job consumer (%s)", fig, w),
+			fmt.Sprintf("%s; pipes ÷ it %.2f (%.2f with start-up and stop)", val(c.Summary), c.CPURatio, c.LifetimeCPURatio), "", nil)
+	}
+	met := vs.BestCPURatio <= 0.8
+	row(fmt.Sprintf("%s: CPU ratio pipes ÷ the best same-job consumer (%s)", fig, best), fmt.Sprintf("%.2f", vs.BestCPURatio), "≤ 0.8", &met)
+}
+
+// variantWhat describes a variant of the same-job consumer by its name.
+func variantWhat(name string) string {
+	for _, v := range sameJobVariants {
+		if v.name == name {
+			return v.what
+		}
+	}
+	return name
 }
 
 func mib(n float64) string { return fmt.Sprintf("%.1f MiB", n/(1<<20)) }

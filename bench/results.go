@@ -102,17 +102,62 @@ type SameJobLevel struct {
 	CPURatio         float64 `json:"cpu_ratio"`
 	BenthosRatio     float64 `json:"benthos_cpu_ratio,omitempty"`
 	LifetimeCPURatio float64 `json:"lifetime_cpu_ratio,omitempty"`
+	// SameJobVersus holds pipes ÷ each variant of the same-job consumer
+	// over plain HTTP (Runs, Pipes and SameJob above are the plain HTTP
+	// runs; SameJob is the variant "default").
+	SameJobVersus
+	// TLS is the same comparison through the harness's TLS proxy (nil when
+	// it did not run).
+	TLS *SameJobTLS `json:"tls,omitempty"`
+}
+
+// SameJobTLS is the same-job comparison at one concurrency with every
+// runner reaching the server through the TLS proxy (AWS_CA_BUNDLE).
+type SameJobTLS struct {
+	Runs  []Run         `json:"runs"`
+	Pipes RunnerSummary `json:"pipes"`
+	SameJobVersus
+}
+
+// SameJobVersus compares pipes with each variant of the same-job consumer
+// run in the same rounds.
+type SameJobVersus struct {
+	Consumers []SameJobConsumer `json:"consumers,omitempty"`
+	// Best is the variant with the least CPU per message while draining
+	// (median); BestCPURatio is pipes' over it.
+	Best         string  `json:"best,omitempty"`
+	BestCPURatio float64 `json:"best_cpu_ratio,omitempty"`
+}
+
+// SameJobConsumer is one variant of the same-job consumer (see
+// sameJobVariants) and pipes' ratios over it.
+type SameJobConsumer struct {
+	// Variant is default, gomaxprocs1, pool or gomaxprocs1+pool; Runner
+	// the runner name of its runs.
+	Variant string        `json:"variant"`
+	Runner  string        `json:"runner"`
+	Summary RunnerSummary `json:"summary"`
+	// CPURatio is pipes' CPU per message while draining over this
+	// variant's (medians); LifetimeCPURatio the same with start-up and
+	// stop.
+	CPURatio         float64 `json:"cpu_ratio"`
+	LifetimeCPURatio float64 `json:"lifetime_cpu_ratio,omitempty"`
 }
 
 // Run is one drain of N messages by one runner.
 type Run struct {
-	Runner      string  `json:"runner"`
-	Rep         int     `json:"rep"`
-	Concurrency int     `json:"concurrency,omitempty"`
-	Seconds     float64 `json:"seconds"`
-	MsgsPerSec  float64 `json:"msgs_per_sec"`
-	CPUSeconds  float64 `json:"cpu_seconds"`
-	CPUPer1000  float64 `json:"cpu_per_1000"`
+	Runner      string `json:"runner"`
+	Rep         int    `json:"rep"`
+	Concurrency int    `json:"concurrency,omitempty"`
+	// Transport is "tls" for a run through the TLS proxy, "" for plain
+	// HTTP; TLSHandshakes counts the runner's new connections through it
+	// from its start to its stop.
+	Transport     string  `json:"transport,omitempty"`
+	TLSHandshakes int64   `json:"tls_handshakes,omitempty"`
+	Seconds       float64 `json:"seconds"`
+	MsgsPerSec    float64 `json:"msgs_per_sec"`
+	CPUSeconds    float64 `json:"cpu_seconds"`
+	CPUPer1000    float64 `json:"cpu_per_1000"`
 	// DrainCPUPer1000 is the CPU from the first message at the target to
 	// the last, per 1000 of the messages delivered in between: the drain
 	// without start-up and stop.
@@ -129,6 +174,9 @@ type RunnerSummary struct {
 	DrainCPUPer1000 float64 `json:"drain_cpu_per_1000,omitempty"`
 	ServerCPUShare  float64 `json:"server_cpu_share"`
 	ServerPer1000   float64 `json:"server_cpu_per_1000"`
+	// TLSHandshakes is the median of the runs' TLS handshakes (runs
+	// through the TLS proxy only).
+	TLSHandshakes float64 `json:"tls_handshakes,omitempty"`
 }
 
 // CallsResult is pipes' API calls per message under load.
@@ -268,7 +316,7 @@ func median(xs []float64) float64 {
 
 // summarize computes the medians of runner's runs.
 func summarize(runs []Run, runner string) RunnerSummary {
-	var tp, cpu, drain, share, srv []float64
+	var tp, cpu, drain, share, srv, hs []float64
 	for _, r := range runs {
 		if r.Runner != runner {
 			continue
@@ -279,9 +327,10 @@ func summarize(runs []Run, runner string) RunnerSummary {
 			drain = append(drain, r.DrainCPUPer1000)
 		}
 		share = append(share, r.ServerCPUShare)
+		hs = append(hs, float64(r.TLSHandshakes))
 		if r.Delivered > 0 {
 			srv = append(srv, r.ServerCPU/float64(r.Delivered)*1000)
 		}
 	}
-	return RunnerSummary{MsgsPerSec: median(tp), CPUPer1000: median(cpu), DrainCPUPer1000: median(drain), ServerCPUShare: median(share), ServerPer1000: median(srv)}
+	return RunnerSummary{MsgsPerSec: median(tp), CPUPer1000: median(cpu), DrainCPUPer1000: median(drain), ServerCPUShare: median(share), ServerPer1000: median(srv), TLSHandshakes: median(hs)}
 }

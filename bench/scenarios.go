@@ -31,6 +31,8 @@ type pipeSpec struct {
 	// record sends each message's Pipes SQS record as it is (no filter, no
 	// input template): the same job as bench/samejob.
 	record bool
+	// via is how pipes reaches the server (zero: plain HTTP to it).
+	via via
 }
 
 // pipelineYAML renders the bench pipe: an EventBridge pattern filter, an
@@ -59,7 +61,7 @@ func pipelineYAML(endpoint string, p pipeSpec) string {
 func (h *harness) startPipes(label string, p pipeSpec) (*child, string, error) {
 	p.targetURL = h.tgt.url
 	file := filepath.Join(h.tmp, label+".yaml")
-	if err := os.WriteFile(file, []byte(pipelineYAML(h.srv.endpoint, p)), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(pipelineYAML(h.endpoint(p.via), p)), 0o644); err != nil {
 		return nil, "", fmt.Errorf("writing the pipeline file: %w", err)
 	}
 	port, err := freePort()
@@ -71,7 +73,7 @@ func (h *harness) startPipes(label string, p pipeSpec) (*child, string, error) {
 	if p.budgetSet {
 		args = append(args, "--max-inflight-bytes", strconv.FormatInt(p.budget, 10))
 	}
-	c, err := h.kids.start("pipes", filepath.Join(h.tmp, label+".log"), args...)
+	c, err := h.kids.start("pipes", filepath.Join(h.tmp, label+".log"), p.via.env, args...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -79,11 +81,11 @@ func (h *harness) startPipes(label string, p pipeSpec) (*child, string, error) {
 }
 
 // startConsumer starts a hand-written consumer (bin: bench/minimal or
-// bench/samejob) on queueURL.
-func (h *harness) startConsumer(label, bin, queueURL string, conc int, wait time.Duration) (*child, error) {
-	return h.kids.start(filepath.Base(bin), filepath.Join(h.tmp, label+".log"), bin,
-		"-queue-url", queueURL, "-endpoint", h.srv.endpoint, "-target", h.tgt.url,
-		"-concurrency", strconv.Itoa(conc), "-wait", wait.String())
+// bench/samejob) on queueURL over v, with env and extra flags.
+func (h *harness) startConsumer(label, bin, queueURL string, conc int, wait time.Duration, v via, env []string, extra ...string) (*child, error) {
+	args := []string{bin, "-queue-url", queueURL, "-endpoint", h.endpoint(v), "-target", h.tgt.url,
+		"-concurrency", strconv.Itoa(conc), "-wait", wait.String()}
+	return h.kids.start(filepath.Base(bin), filepath.Join(h.tmp, label+".log"), append(append([]string(nil), v.env...), env...), append(args, extra...)...)
 }
 
 // logTail returns the last lines of a child's log, for error messages.
@@ -121,14 +123,16 @@ type drainRun struct {
 // drainOnce fills a fresh queue with n messages and lets runner drain it
 // at the -concurrency of the throughput scenario.
 func (h *harness) drainOnce(ctx context.Context, runner string, rep int) (drainRun, error) {
-	return h.drainAt(ctx, runner, rep, h.o.concurrency)
+	return h.drainAt(ctx, runner, rep, h.o.concurrency, via{})
 }
 
 // drainAt fills a fresh queue with n messages and lets runner drain it with
-// conc concurrent batches. Runners: pipes (filter and input template),
-// minimal (bench/minimal), pipes-record (each message's record as it is),
-// samejob (bench/samejob) and benthos (-benthos).
-func (h *harness) drainAt(ctx context.Context, runner string, rep, conc int) (drainRun, error) {
+// conc concurrent batches, reaching the server over v. Runners: pipes
+// (filter and input template), minimal (bench/minimal), pipes-record (each
+// message's record as it is), the same-job consumer's variants
+// (bench/samejob: samejob, samejob-gomaxprocs1...; see sameJobVariants)
+// and benthos (-benthos).
+func (h *harness) drainAt(ctx context.Context, runner string, rep, conc int, v via) (drainRun, error) {
 	o := h.o
 	var out drainRun
 	url, err := h.srv.createQueue(ctx, "bench-"+runner, 60*time.Second)
@@ -139,30 +143,37 @@ func (h *harness) drainAt(ctx context.Context, runner string, rep, conc int) (dr
 	if err := h.srv.fill(ctx, url, 0, o.n, o.size); err != nil {
 		return out, err
 	}
+	if err := h.waitQuiet(ctx); err != nil {
+		return out, err
+	}
 	h.tgt.reset(0)
 	label := fmt.Sprintf("throughput-%s-c%d-%d", runner, conc, rep)
+	if v.name != "" {
+		label = fmt.Sprintf("throughput-%s-%s-c%d-%d", runner, v.name, conc, rep)
+	}
 	srvCPU0, err := procCPU(h.srv.pid())
 	if err != nil {
 		return out, err
 	}
-	start := time.Now()
+	start, hs0 := time.Now(), v.handshakes()
 	var c *child
 	var metricsURL string
 	switch runner {
 	case "pipes", "pipes-record":
-		c, metricsURL, err = h.startPipes(label, pipeSpec{queueURL: url, wait: o.wait, maxConc: max(2, conc), initConc: conc, record: runner == "pipes-record"})
-	case "minimal", "samejob":
-		bin := h.minimalBin
-		if runner == "samejob" {
-			bin = h.samejobBin
-		}
-		c, err = h.startConsumer(label, bin, url, conc, o.wait)
+		c, metricsURL, err = h.startPipes(label, pipeSpec{queueURL: url, wait: o.wait, maxConc: max(2, conc), initConc: conc, record: runner == "pipes-record", via: v})
+	case "minimal":
+		c, err = h.startConsumer(label, h.minimalBin, url, conc, o.wait, v, nil)
 	case "pipes-probe", "samejob-profiled":
-		c, err = h.startProfiled(label, runner, url, conc, o.wait)
+		c, err = h.startProfiled(label, runner, url, conc, o.wait, v)
 	case "benthos":
-		c, err = h.startBenthos(label, url, conc, o.wait)
+		c, err = h.startBenthos(label, url, conc, o.wait, v)
 	default:
-		err = fmt.Errorf("unknown runner %q", runner)
+		sv, ok := sameJobVariantOf(runner)
+		if !ok {
+			err = fmt.Errorf("unknown runner %q", runner)
+			break
+		}
+		c, err = h.startConsumer(label, h.samejobBin, url, conc, o.wait, v, sv.env(), sv.flags(conc)...)
 	}
 	if err != nil {
 		return out, err
@@ -203,7 +214,7 @@ func (h *harness) drainAt(ctx context.Context, runner string, rep, conc int) (dr
 	c.stop(40 * time.Second)
 	delivered := h.tgt.items.Load()
 	out.run = Run{
-		Runner: runner, Rep: rep, Seconds: elapsed, MsgsPerSec: float64(o.n) / elapsed,
+		Runner: runner, Rep: rep, Transport: v.name, TLSHandshakes: v.handshakes() - hs0, Seconds: elapsed, MsgsPerSec: float64(o.n) / elapsed,
 		CPUSeconds: c.cpuSeconds(), ServerCPU: srvCPU1 - srvCPU0, ServerCPUShare: (srvCPU1 - srvCPU0) / elapsed,
 		Delivered: delivered,
 	}
@@ -212,11 +223,20 @@ func (h *harness) drainAt(ctx context.Context, runner string, rep, conc int) (dr
 		out.run.DrainCPUPer1000 = (cpu1 - cpu0) / float64(items1-items0) * 1000
 	}
 	user, sys, switches := c.usage()
-	progress(fmt.Sprintf("%s c%d run %d: %d msgs in %.2f s = %.0f msgs/s, CPU %.3f s (%.4f s/1000; %.4f s/1000 while draining; user %.3f s, system %.3f s, %.2f context switches a message), server CPU %.0f%% of a core, delivered %d",
-		runner, conc, rep, o.n, elapsed, out.run.MsgsPerSec, out.run.CPUSeconds, out.run.CPUPer1000, out.run.DrainCPUPer1000, user, sys, float64(switches)/float64(o.n), 100*out.run.ServerCPUShare, delivered))
-	// Abandoned long polls of the stopped runner end within the wait time.
-	time.Sleep(o.wait + 500*time.Millisecond)
+	progress(fmt.Sprintf("%s%s c%d run %d: %d msgs in %.2f s = %.0f msgs/s, CPU %.3f s (%.4f s/1000; %.4f s/1000 while draining; user %.3f s, system %.3f s, %.2f context switches a message), server CPU %.0f%% of a core, delivered %d%s",
+		runner, v.suffix(), conc, rep, o.n, elapsed, out.run.MsgsPerSec, out.run.CPUSeconds, out.run.CPUPer1000, out.run.DrainCPUPer1000, user, sys, float64(switches)/float64(o.n), 100*out.run.ServerCPUShare, delivered, handshakeNote(out.run.TLSHandshakes, v)))
+	// Abandoned long polls of the stopped runner end within the wait time:
+	// the next runner starts after that (the next queue fills meanwhile).
+	h.quietAt = time.Now().Add(o.wait + 500*time.Millisecond)
 	return out, nil
+}
+
+// handshakeNote is ", N TLS handshakes" over TLS ("" over plain HTTP).
+func handshakeNote(n int64, v via) string {
+	if v.proxy == nil {
+		return ""
+	}
+	return fmt.Sprintf(", %d TLS handshakes", n)
 }
 
 // throughput drains n messages alternately with pipes and the minimal

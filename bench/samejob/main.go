@@ -10,6 +10,11 @@
 // finish.
 //
 //	samejob -queue-url URL -endpoint URL -target URL -concurrency 16 -wait 2s
+//
+// With -pool N its SQS client's HTTP transport keeps up to N idle
+// connections (per host and in all) instead of the SDK's default 10 per
+// host, so that N workers' calls need no new connections; AWS_CA_BUNDLE
+// still applies.
 package main
 
 import (
@@ -32,6 +37,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -91,6 +97,7 @@ func run() error {
 	concurrency := flag.Int("concurrency", 16, "workers (concurrent batches)")
 	wait := flag.Duration("wait", 2*time.Second, "long-poll wait time")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	pool := flag.Int("pool", 0, "idle connections the SQS client keeps, per host and in all (0: the SDK's default, 10 per host)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -111,6 +118,11 @@ func run() error {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	if *pool > 0 {
+		if cfg.HTTPClient, err = sizedPool(cfg.HTTPClient, *pool); err != nil {
+			return err
+		}
 	}
 	c := &consumer{
 		sqs: sqs.NewFromConfig(cfg, func(o *sqs.Options) {
@@ -138,6 +150,24 @@ func run() error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// sizedPool returns the SDK's HTTP client (hc, or a new default one when
+// the configuration has none) with room for n idle connections per host
+// and in all. hc keeps its other settings (AWS_CA_BUNDLE's root CAs).
+func sizedPool(hc aws.HTTPClient, n int) (aws.HTTPClient, error) {
+	bc := awshttp.NewBuildableClient()
+	if hc != nil {
+		c, ok := hc.(*awshttp.BuildableClient)
+		if !ok {
+			return nil, fmt.Errorf("sizing the SQS client's idle pool: the configuration's HTTP client is a %T", hc)
+		}
+		bc = c
+	}
+	return bc.WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxIdleConnsPerHost = max(tr.MaxIdleConnsPerHost, n)
+		tr.MaxIdleConns = max(tr.MaxIdleConns, n)
+	}), nil
 }
 
 // work receives, posts and deletes batches until ctx ends.
