@@ -474,14 +474,14 @@ func (h *harness) crashOnce(ctx context.Context, bin string, idx int) (CrashResu
 	}
 	r.Failing, r.Good = nFail, o.n-nFail
 	// Kill instants: each run is killed once the target has had a seeded
-	// number of good deliveries from it (1 to 2 × the mean share of the good
-	// messages between kills), plus a seeded 0-100 ms, so that a kill
-	// falls anywhere within a batch's life and never before a run works.
-	mean := r.Good / (o.kills + 1)
-	after := make([]int64, o.kills)
+	// share u in (0, 2) of the good messages left per kill left
+	// (u × left/(kills left + 1) good deliveries from it), plus a seeded
+	// 0-100 ms, so that kills spread over the drain and a kill falls
+	// anywhere within a batch's life.
+	share := make([]float64, o.kills)
 	jitter := make([]time.Duration, o.kills)
-	for i := range after {
-		after[i] = 1 + rng.Int64N(int64(2*mean))
+	for i := range share {
+		share[i] = 2 * rng.Float64()
 		jitter[i] = time.Duration(rng.Int64N(int64(100 * time.Millisecond)))
 	}
 
@@ -523,7 +523,9 @@ func (h *harness) crashOnce(ctx context.Context, bin string, idx int) (CrashResu
 		return r, err
 	}
 	runStart := time.Now()
-	for i, k := range after {
+	for i, u := range share {
+		left := int64(r.Good) - l.goodSet.Load()
+		k := 1 + int64(u*float64(left)/float64(o.kills-i+1))
 		// Toward the end few good messages are left: a run is killed after
 		// 2 × the visibility at the latest.
 		deadline := time.Now().Add(2 * o.visibility)
