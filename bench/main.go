@@ -67,13 +67,15 @@ type options struct {
 	memBudget  int64
 	memDelay   time.Duration
 	memSeconds time.Duration
+
+	crash crashOptions
 }
 
 // defaultScenarios run unless -scenarios says otherwise; allScenarios adds
 // the optional ones.
 var (
 	defaultScenarios = []string{"throughput", "samejob", "calls", "ratelimit", "idle", "scaleup", "memory", "heap"}
-	allScenarios     = append(defaultScenarios[:len(defaultScenarios):len(defaultScenarios)], "trickle")
+	allScenarios     = append(defaultScenarios[:len(defaultScenarios):len(defaultScenarios)], "trickle", "crash")
 )
 
 func main() {
@@ -86,7 +88,7 @@ func main() {
 func run() error {
 	var o options
 	flag.StringVar(&o.server, "server", "local-aws-sqs", "the SQS-compatible server to run against: local-aws-sqs or fauxqs (results of fauxqs go to a fauxqs folder under the results folder)")
-	scen := flag.String("scenarios", strings.Join(defaultScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ",")+" (trickle is optional)")
+	scen := flag.String("scenarios", strings.Join(defaultScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ",")+" (trickle and crash are optional)")
 	report := flag.Bool("report", false, "print the Markdown table of the results folder and exit")
 	out := flag.String("out", "", "results folder (default bench/results, or bench/results/quick with -quick)")
 	flag.IntVar(&o.n, "n", 20000, "messages per throughput run")
@@ -115,6 +117,7 @@ func run() error {
 	flag.Int64Var(&o.memBudget, "memory-budget", 8<<20, "--max-inflight-bytes of the bounded memory run")
 	flag.DurationVar(&o.memDelay, "memory-delay", 10*time.Second, "target answer delay of the memory runs")
 	flag.DurationVar(&o.memSeconds, "memory-seconds", 30*time.Second, "how long each memory run lasts")
+	o.crash.register(flag.CommandLine)
 	flag.Parse()
 
 	root, err := repoRoot()
@@ -284,6 +287,9 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 		if !o.scenarios["trickle"] {
 			res.Trickle = nil
 		}
+		if !o.scenarios["crash"] {
+			res.Crash = nil
+		}
 	} else {
 		also := res.Also[:0]
 		for _, a := range res.Also {
@@ -306,6 +312,7 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 		{"heap", h.heap},
 		{"ratelimit", h.rateLimited},
 		{"trickle", h.trickle},
+		{"crash", h.crash},
 	}
 	var errs []error
 	for _, s := range steps {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -127,6 +128,10 @@ func writeReport(w io.Writer, r *Results) error {
 	if t := r.Trickle; t != nil {
 		row(fmt.Sprintf("ReceiveMessage calls for one message reaching an idle pipe at concurrency %.0f (wait %s)", t.ConcurrencyBefore, t.WaitTime),
 			fmt.Sprintf("%.0f (and %.0f from start until idle)", t.ReceivesForOne, t.StartupReceives), "", nil)
+	}
+	for _, c := range r.Crash {
+		row(fmt.Sprintf("Duplicates after %d SIGKILLs, %d msgs (%d failing to the DLQ), visibility %s, maxReceiveCount %d, concurrency %d, seed %d (%s)", c.Kills, c.Messages, c.Failing, c.Visibility, c.MaxReceive, c.Concurrency, c.Seed, filepath.Base(c.Binary)),
+			fmt.Sprintf("%.2f%% (%d of %d good; lost %d; %.4f DeleteMessageBatch a good message)", 100*c.DuplicateRate, c.Duplicates, c.Good, c.Lost, c.DeleteCallsPerMessage), "≤ 6%, lost 0", yes(c.DuplicateRate <= 0.06 && c.Lost == 0))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -33,6 +33,7 @@ type Results struct {
 	Heap       []HeapResult      `json:"heap,omitempty"`
 	Trickle    *TrickleResult    `json:"trickle,omitempty"`
 	RateLimit  *RateLimitResult  `json:"ratelimit,omitempty"`
+	Crash      []CrashResult     `json:"crash,omitempty"`
 }
 
 // RateLimitResult is a drain under the source's rate_limit.
