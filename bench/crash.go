@@ -515,7 +515,7 @@ func (h *harness) crashOnce(ctx context.Context, bin string, idx int) (CrashResu
 	start := func() (*child, error) {
 		run++
 		label := fmt.Sprintf("crash-%d-run%d", idx, run)
-		return h.kids.start("pipes", filepath.Join(h.tmp, label+".log"), bin, "run", "-f", file)
+		return h.kids.start("pipes", filepath.Join(h.tmp, label+".log"), nil, bin, "run", "-f", file)
 	}
 	t0 := time.Now()
 	c, err := start()
