@@ -160,6 +160,11 @@ type Source struct {
 	// (UnixNano): the broker applies a requeue asynchronously, so for a
 	// moment the message is neither ours nor counted in the queue.
 	requeuedAt atomic.Int64
+	// delayQueues are the delay queues used, by name, with when each was
+	// last declared (s.mu); delayedAt is when Pending last saw messages in
+	// them (UnixNano).
+	delayQueues map[string]time.Time
+	delayedAt   atomic.Int64
 }
 
 var (
@@ -229,6 +234,7 @@ func New(cfg Config) (*Source, error) {
 	s.connName = "pipes rabbitmq source " + cfg.Queue + " " + rand.Text()[:6]
 	s.inflight = map[string]*entry{}
 	s.ids = map[string]int{}
+	s.delayQueues = map[string]time.Time{}
 	s.ready = make(chan struct{})
 	s.stop = make(chan struct{})
 	s.bg, s.cancelBg = context.WithCancel(context.Background())
