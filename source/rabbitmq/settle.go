@@ -63,12 +63,11 @@ func (s *Source) Ack(ctx context.Context, msgs []*pipe.Message) error {
 //   - max_receive_count reached (attempts ≥ N): dead-lettered (basic.nack
 //     without requeue) when the queue has a dead-letter exchange; without
 //     one it is logged and requeued after the delay, never dropped;
-//   - a delivery limit: held for the delay, then basic.reject with
-//     requeue (the broker counts it and dead-letters it at its limit);
-//   - max_receive_count on a queue without a delivery count of its own
-//     (classic): held for the delay, then re-published with the
-//     x-pipes-attempts header (publisher confirms), and the original acked
-//     once the copy is confirmed;
+//   - past a delivery limit: dead-lettered (basic.nack) when the message
+//     went through a copy, else rejected with requeue now (the broker
+//     dead-letters it, reason delivery_limit);
+//   - a delivery limit or max_receive_count: retried after the delay,
+//     its count carried in x-pipes-attempts;
 //   - a dead-letter exchange: dead-lettered at once (reason rejected);
 //   - else held for the delay, then requeued.
 //
@@ -79,8 +78,12 @@ func (s *Source) Ack(ctx context.Context, msgs []*pipe.Message) error {
 // cycle is logged as an error naming its queues, and the message is held
 // for the delay and requeued, never dropped.
 //
-// Holds are timers (capped at MaxHold, below the broker's consumer_timeout);
-// Nak does not wait for them. On a quorum queue of RabbitMQ before 4.3
+// "After the delay" means through a delay queue (see the package doc):
+// a confirmed copy, then the original acked; the copy carries the count.
+// Delays below HoldBelow, and copies that cannot be placed, are held
+// unacked instead (timers capped below the consumer timeout). The delay
+// VisibilityTimeout means the pipe has none: the default backoff applies.
+// Nak waits for neither. On a quorum queue of RabbitMQ before 4.3
 // every requeue, a give-back's too, counts towards the delivery limit.
 // Failures are reported like Ack's. It is safe for concurrent use.
 func (s *Source) Nak(ctx context.Context, msgs []*pipe.Message, delay time.Duration) error {
