@@ -13,9 +13,10 @@ const requeueSettle = time.Second
 
 // Pending counts the messages left in the queue: ready (a passive declare
 // on a channel of its own) and unacked by this source (buffered, in
-// flight, held or being re-published). Messages unacked by other
+// flight, held or being re-published) and waiting in its delay queues
+// (one passive declare each). Messages unacked by other
 // consumers are not counted. The runtime asks it in drain mode. It blocks
-// for one round trip and is safe for concurrent use. For requeueSettle
+// for those round trips and is safe for concurrent use. For requeueSettle
 // after a message was given back it counts one more (see requeueSettle).
 func (s *Source) Pending(ctx context.Context) (int, error) {
 	if s.opened.Load() == nil {
@@ -30,12 +31,20 @@ func (s *Source) Pending(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("counting the messages of RabbitMQ queue %s: %w", s.cfg.Queue, s.scrub(err))
 	}
 	defer ch.Close()
+	// Re-publishes under way, then the delay queues, then the queue: a
+	// message moving from one to the next meanwhile is counted twice
+	// rather than never.
+	publishing := int(s.publishes.Load())
+	delayed, err := s.pendingDelayed(ctx, ss)
+	if err != nil {
+		return 0, err
+	}
 	q, err := ch.QueueDeclarePassive(s.cfg.Queue, false, false, false, false, nil)
 	if err != nil {
 		return 0, fmt.Errorf("counting the messages of RabbitMQ queue %s: %w", s.cfg.Queue, s.scrub(err))
 	}
-	n := q.Messages + len(ss.buf) + int(s.publishes.Load())
-	if time.Since(time.Unix(0, s.requeuedAt.Load())) < requeueSettle {
+	n := q.Messages + delayed + len(ss.buf) + publishing
+	if time.Since(time.Unix(0, s.requeuedAt.Load())) < requeueSettle || time.Since(time.Unix(0, s.delayedAt.Load())) < requeueSettle {
 		// A message given back a moment ago may not be counted in the
 		// queue yet: say it is there, so that --drain looks again.
 		n++

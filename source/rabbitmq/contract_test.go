@@ -12,13 +12,16 @@ import (
 // The RabbitMQ source passes the contract suite every source runs, on the
 // machine's broker. Its records are not SQS-shaped, and its deliveries are
 // not leases (a message stays with the consumer until it is settled), so
-// the visibility-expiry check is skipped.
+// the visibility-expiry check is skipped; a Nak with a delay settles the
+// receipt (the message waits in a delay queue).
 func TestSourceContract(t *testing.T) {
 	url := rabbittest.URL(t)
 	sourcetest.Run(t, sourcetest.Harness{
 		EventSource:  pipe.EventSourceRabbitMQ,
 		NotSQSShaped: true,
 		NoLeases:     true,
+		// A failure waits in a delay queue, its original acked.
+		DelayedNakSettles: true,
 		New: func(t *testing.T, opts sourcetest.QueueOptions) (pipe.Source, func(t *testing.T, bodies ...string)) {
 			q := rabbittest.Name(t, "")
 			rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{})

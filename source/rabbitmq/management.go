@@ -28,6 +28,11 @@ type queueFacts struct {
 	DeadLetterRoutingKey string
 	// DeliveryLimit is the effective delivery limit (quorum queues), 0 none.
 	DeliveryLimit int
+	// ConsumerTimeout is the queue's x-consumer-timeout argument or
+	// consumer-timeout policy key, 0 when neither is set (then the
+	// broker's global consumer_timeout, which the API does not show,
+	// applies: DefaultConsumerTimeout is assumed).
+	ConsumerTimeout time.Duration
 }
 
 // errNotFound is the management API's 404 for the queue.
@@ -112,6 +117,11 @@ func parseFacts(body []byte) (queueFacts, error) {
 			return queueFacts{}, fmt.Errorf("the delivery limit: %w", err)
 		}
 		f.DeliveryLimit = max(n, 0) // -1 (or less) disables it
+	}
+	if v, ok := lookup(args, "x-consumer-timeout", policy, "consumer-timeout"); ok {
+		if n, err := integer(v); err == nil && n > 0 {
+			f.ConsumerTimeout = time.Duration(n) * time.Millisecond
+		}
 	}
 	return f, nil
 }

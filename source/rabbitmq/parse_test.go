@@ -155,6 +155,7 @@ func TestAttemptsCountDeliveries(t *testing.T) {
 		{"a redelivery of a classic queue", amqp.Delivery{Redelivered: true}, 2},
 		{"a quorum redelivery: x-delivery-count + 1", amqp.Delivery{Redelivered: true, Headers: amqp.Table{"x-delivery-count": int64(4)}}, 5},
 		{"a re-published copy: its own header + 1", amqp.Delivery{Headers: amqp.Table{AttemptsHeader: int64(2)}}, 3},
+		{"a re-published copy on a quorum queue, returned twice since", amqp.Delivery{Redelivered: true, Headers: amqp.Table{AttemptsHeader: int64(3), "x-delivery-count": int64(2)}}, 6},
 		{"a re-published copy delivered again", amqp.Delivery{Redelivered: true, Headers: amqp.Table{AttemptsHeader: int32(2)}}, 4},
 		{"back through a dead-letter cycle: x-death of this queue + 1",
 			amqp.Delivery{Headers: amqp.Table{"x-death": []any{xdeath("wait", 3), xdeath("orders", 2)}}}, 3},

@@ -20,8 +20,10 @@
 //	visibility 0 (give back)         basic.nack requeue=true: never dead-letters
 //	                                 (but quorum queues before 4.3 count it
 //	                                 towards their delivery limit)
-//	visibility d (retry later)       held unacked for d (≤ 25 min), then requeued
-//	                                 or re-published
+//	visibility d (retry later)       a confirmed copy in a delay queue for about
+//	                                 d (then dead-lettered back), original acked;
+//	                                 below HoldBelow: held unacked for d
+//	retry without retry_backoff      about 1 s, doubling with jitter, ≤ 30 s
 //	visibility timeout               none: deliveries stay until settled or the
 //	                                 connection closes; SourceInfo says 30 s
 //	redrive policy maxReceiveCount   quorum x-delivery-limit (the broker counts),
@@ -41,6 +43,63 @@
 //	                                 x-death count + 1 (+1 when redelivered)
 //	messageId                        AMQP message-id (unique in flight), else a
 //	                                 digest of body and properties
+//
+// # Retry delays outside the prefetch window
+//
+// A failed message waiting for its retry must not hold a basic.qos slot:
+// held unacked, as many failures as the prefetch stop every other
+// message for the whole delay. The source therefore moves it to a delay
+// queue, the common RabbitMQ retry pattern: it publishes a copy (same
+// body and properties, the failures so far in x-pipes-attempts) through
+// the default exchange to <queue>.pipes-delay.<ttl>, waits for the
+// publisher confirm, and only then acks the original. A crash at any
+// instant means redelivery, never loss: before the confirm the original
+// is still unacked (the broker redelivers it), after it the copy is
+// durable; between the confirm and the ack both exist (a duplicate).
+//
+// The delay queues are classic, durable and the source's own (it
+// declares them: the user needs configure permission on those names):
+// one per TTL of a fixed ladder (500 ms … 25 min; a delay is rounded up
+// to the next step), so that expiry follows publish order — a single
+// queue with per-message TTLs expires only at its head, and a long delay
+// would hold back the short ones behind it. Each dead-letters its expired
+// messages through the default exchange back to the source's queue (its
+// tail) and expires itself (x-expires) ten minutes past its TTL once
+// unused; the source declares it again at least every minute while it
+// uses it, which renews that lease before any message in it could be
+// stranded. Pending counts the messages in them, so --drain waits.
+//
+// Raising basic.qos by the number held was the other choice. It was
+// not taken: on RabbitMQ a per-consumer prefetch applies to consumers
+// started after the change (the consumer would have to be restarted), a
+// global one is not supported by quorum queues, held messages still age
+// towards consumer_timeout, and an outage holding thousands would need a
+// window as large.
+//
+// Counts survive the move. A copy carries the failures before it in
+// x-pipes-attempts; Attempts adds x-delivery-count on quorum queues (which
+// counts again from 0 for a copy) or the redelivered flag on classic
+// ones. Because the broker's count restarts, the source applies the limits
+// itself: a failure at max_receive_count, or past the queue's delivery
+// limit, of a message that went through a copy is dead-lettered with
+// basic.nack (x-death reason rejected); one that never left the queue is
+// rejected with requeue past the limit, and the broker dead-letters it
+// (reason delivery_limit) as before. Without a dead-letter exchange nothing
+// is dropped: it is retried after its delay.
+//
+// Delays below HoldBelow (only from a sub-second Nak: retry_backoff
+// rounds to whole seconds) are held unacked, as is a message whose copy
+// cannot be placed (the declare or the publish refused: logged as a
+// warning). A hold is capped at the broker's consumer_timeout less the
+// delivery's age, less a tenth of it (at most a minute): the queue's
+// x-consumer-timeout argument or consumer-timeout policy when the
+// management API shows one, else DefaultConsumerTimeout (30 min; RabbitMQ
+// 3.10's API does not show the global setting).
+//
+// Without retry_backoff the pipe passes VisibilityTimeout (30 s) as the
+// delay; the source takes that for "no delay of its own" and uses about
+// 1 s instead, doubling with each attempt, equal jitter, up to 30 s. (A
+// retry_backoff that yields exactly 30 s is taken the same way.)
 package rabbitmq
 
 import (
@@ -70,12 +129,13 @@ const (
 	// DefaultWaitTime is how long a Receive waits for a first delivery
 	// when Config.WaitTime is 0.
 	DefaultWaitTime = 20 * time.Second
-	// VisibilityTimeout is what SourceInfo reports: the delay after which
-	// the pipe retries a failed message it has no other delay for.
+	// VisibilityTimeout is what SourceInfo reports: the delay the pipe
+	// passes for a failed message it has no other delay for, which the
+	// source replaces with its default backoff (about 1 s, doubling, up
+	// to 30 s).
 	VisibilityTimeout = 30 * time.Second
-	// MaxHold caps how long a failed message is held unacked before it is
-	// requeued or re-published: below the broker's consumer_timeout (30
-	// min by default), which would close the channel.
+	// MaxHold caps a retry delay: the longest delay queue's TTL, and
+	// below the broker's default consumer_timeout (30 min) for a hold.
 	MaxHold = 25 * time.Minute
 	// AttemptsHeader is the header of re-published copies that carries how
 	// many deliveries of the message failed before (max_receive_count on
@@ -160,6 +220,11 @@ type Source struct {
 	// (UnixNano): the broker applies a requeue asynchronously, so for a
 	// moment the message is neither ours nor counted in the queue.
 	requeuedAt atomic.Int64
+	// delayQueues are the delay queues used, by name, with when each was
+	// last declared (s.mu); delayedAt is when Pending last saw messages in
+	// them (UnixNano).
+	delayQueues map[string]time.Time
+	delayedAt   atomic.Int64
 }
 
 var (
@@ -229,6 +294,7 @@ func New(cfg Config) (*Source, error) {
 	s.connName = "pipes rabbitmq source " + cfg.Queue + " " + rand.Text()[:6]
 	s.inflight = map[string]*entry{}
 	s.ids = map[string]int{}
+	s.delayQueues = map[string]time.Time{}
 	s.ready = make(chan struct{})
 	s.stop = make(chan struct{})
 	s.bg, s.cancelBg = context.WithCancel(context.Background())

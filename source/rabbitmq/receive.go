@@ -26,6 +26,9 @@ type entry struct {
 	amqpID   bool   // id is the AMQP message-id or the content id (counted in Source.ids)
 	d        amqp.Delivery
 	attempts int
+	// received is when the broker's delivery was taken: its age counts
+	// towards the consumer timeout.
+	received time.Time
 	// cycle describes the dead-letter cycle the message went round (see
 	// deadLetterCycle), "" when none.
 	cycle string
@@ -82,13 +85,14 @@ more:
 
 // track makes the messages of deliveries and remembers them until settled.
 func (s *Source) track(ss *session, ds []amqp.Delivery) []*pipe.Message {
+	now := time.Now()
 	block := make([]pipe.Message, len(ds))
 	entries := make([]entry, len(ds))
 	out := make([]*pipe.Message, 0, len(ds))
 	s.mu.Lock()
 	for i := range ds {
 		e := &entries[i]
-		e.sess, e.d, e.tag = ss, ds[i], ds[i].DeliveryTag
+		e.sess, e.d, e.tag, e.received = ss, ds[i], ds[i].DeliveryTag, now
 		e.handle = strconv.FormatUint(ss.gen, 10) + "." + strconv.FormatUint(e.tag, 10)
 		e.attempts = attempts(&e.d, s.cfg.Queue)
 		e.cycle, _ = deadLetterCycle(e.d.Headers, s.cfg.Queue, s.cycleLimit())

@@ -195,10 +195,13 @@ var unfilterable = []string{"eventSource", "eventSourceArn", "eventSourceKey"}
 
 // attempts counts m's deliveries, this one included (see Source.Attempts).
 func attempts(d *amqp.Delivery, queue string) int {
+	copied, hasCopied := intHeader(d.Headers[AttemptsHeader])
 	if n, ok := intHeader(d.Headers["x-delivery-count"]); ok {
-		return max(n, 0) + 1
+		// A quorum queue counts from the copy's publish: add the
+		// failures before it, which the copy carries.
+		return max(copied, 0) + max(n, 0) + 1
 	}
-	n, ok := intHeader(d.Headers[AttemptsHeader])
+	n, ok := copied, hasCopied
 	if !ok {
 		n = deaths(d.Headers, queue)
 	}

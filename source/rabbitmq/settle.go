@@ -38,6 +38,7 @@ const (
 	rejectLater                 // hold, then basic.reject requeue: a failure
 	republishLate               // hold, then re-publish with the count and ack
 	deadLetterNow               // basic.nack without requeue: to the DLX
+	rejectNow                   // basic.reject requeue now: past a delivery limit the broker keeps
 )
 
 // Ack acks the messages (basic.ack): they are done. A receipt that is
@@ -62,12 +63,11 @@ func (s *Source) Ack(ctx context.Context, msgs []*pipe.Message) error {
 //   - max_receive_count reached (attempts ≥ N): dead-lettered (basic.nack
 //     without requeue) when the queue has a dead-letter exchange; without
 //     one it is logged and requeued after the delay, never dropped;
-//   - a delivery limit: held for the delay, then basic.reject with
-//     requeue (the broker counts it and dead-letters it at its limit);
-//   - max_receive_count on a queue without a delivery count of its own
-//     (classic): held for the delay, then re-published with the
-//     x-pipes-attempts header (publisher confirms), and the original acked
-//     once the copy is confirmed;
+//   - past a delivery limit: dead-lettered (basic.nack) when the message
+//     went through a copy, else rejected with requeue now (the broker
+//     dead-letters it, reason delivery_limit);
+//   - a delivery limit or max_receive_count: retried after the delay,
+//     its count carried in x-pipes-attempts;
 //   - a dead-letter exchange: dead-lettered at once (reason rejected);
 //   - else held for the delay, then requeued.
 //
@@ -78,8 +78,12 @@ func (s *Source) Ack(ctx context.Context, msgs []*pipe.Message) error {
 // cycle is logged as an error naming its queues, and the message is held
 // for the delay and requeued, never dropped.
 //
-// Holds are timers (capped at MaxHold, below the broker's consumer_timeout);
-// Nak does not wait for them. On a quorum queue of RabbitMQ before 4.3
+// "After the delay" means through a delay queue (see the package doc):
+// a confirmed copy, then the original acked; the copy carries the count.
+// Delays below HoldBelow, and copies that cannot be placed, are held
+// unacked instead (timers capped below the consumer timeout). The delay
+// VisibilityTimeout means the pipe has none: the default backoff applies.
+// Nak waits for neither. On a quorum queue of RabbitMQ before 4.3
 // every requeue, a give-back's too, counts towards the delivery limit.
 // Failures are reported like Ack's. It is safe for concurrent use.
 func (s *Source) Nak(ctx context.Context, msgs []*pipe.Message, delay time.Duration) error {
@@ -121,7 +125,7 @@ func (s *Source) apply(e *entry, a action) error {
 	case requeueNow:
 		s.requeuedAt.Store(time.Now().UnixNano())
 		err = e.sess.ch.Nack(e.tag, false, true)
-	case rejectLater:
+	case rejectLater, rejectNow:
 		s.requeuedAt.Store(time.Now().UnixNano())
 		err = e.sess.ch.Reject(e.tag, true)
 	case deadLetterNow:
@@ -139,13 +143,14 @@ func (s *Source) fail(msgs []*pipe.Message, delay time.Duration, op string, term
 	if q == nil {
 		return fmt.Errorf("RabbitMQ source %s: used before Open", s.cfg.Queue)
 	}
-	delay = min(delay, MaxHold)
 	mrc := s.cfg.MaxReceiveCount
+	limit := q.facts.DeliveryLimit
 	failed := map[string]error{}
 	var now []*entry
 	var nowActs []action
 	var noDLX int
 	var cycles []*entry
+	at := time.Now()
 	s.mu.Lock()
 	for _, m := range msgs {
 		e, err := s.lookupLocked(m.ReceiptHandle)
@@ -153,25 +158,32 @@ func (s *Source) fail(msgs []*pipe.Message, delay time.Duration, op string, term
 			failed[m.ReceiptHandle] = err
 			continue
 		}
+		d := retryDelay(delay, e.attempts)
+		// brokerCounts: the broker's delivery count is the whole count
+		// (no re-published copy in the message's past).
+		_, copied := e.d.Headers[AttemptsHeader]
+		brokerCounts := !copied && (q.facts.Type == "quorum" || e.d.Headers["x-delivery-count"] != nil)
 		var a action
 		switch {
 		case term && q.facts.HasDLX:
 			a = deadLetterNow
 		case term:
 			a = rejectLater // Term logged it: no dead-letter exchange
-		case mrc > 0 && e.attempts >= mrc:
+		case mrc > 0 && e.attempts >= mrc, limit > 0 && e.attempts > limit && !brokerCounts:
 			if q.facts.HasDLX {
 				a = deadLetterNow
 			} else {
 				a = rejectLater
 				noDLX++
 			}
-		case q.facts.DeliveryLimit > 0:
+		case limit > 0 && e.attempts > limit:
+			a = rejectNow // the broker dead-letters it (reason delivery_limit)
+		case limit > 0:
 			a = rejectLater
 		case mrc > 0:
 			a = republishLate
-			if q.facts.Type == "quorum" || e.d.Headers["x-delivery-count"] != nil {
-				a = rejectLater // the broker counts deliveries
+			if brokerCounts {
+				a = rejectLater
 			}
 		case q.facts.HasDLX:
 			a = deadLetterNow
@@ -182,24 +194,32 @@ func (s *Source) fail(msgs []*pipe.Message, delay time.Duration, op string, term
 			a = rejectLater // dead-lettering it again would feed the cycle
 			cycles = append(cycles, e)
 		}
-		if a == deadLetterNow || s.closing {
-			if a != deadLetterNow {
+		if a == deadLetterNow || a == rejectNow || s.closing {
+			if a == rejectLater || a == republishLate {
 				a = requeueNow // closing: give it back now
 			}
 			s.forgetLocked(e.handle, e)
 			now, nowActs = append(now, e), append(nowActs, a)
 			continue
 		}
-		s.holdLocked(e, delay, a)
+		if d >= HoldBelow {
+			// Out of the prefetch window: a confirmed copy in the
+			// delay queue, then the original acked.
+			s.forgetLocked(e.handle, e)
+			s.timers.Add(1)
+			go s.delayRetry(e, d, a)
+			continue
+		}
+		s.holdLocked(e, min(d, s.holdCap(e, at)), a)
 	}
 	s.mu.Unlock()
 	for _, e := range cycles {
-		s.log.Error("a dead-letter cycle: the message keeps coming back to the RabbitMQ queue after being dead-lettered from it; it is held and requeued after the delay instead of being dead-lettered again (fix the dead-letter exchanges of the queues in the cycle)",
+		s.log.Error("a dead-letter cycle: the message keeps coming back to the RabbitMQ queue after being dead-lettered from it; it is retried after the delay instead of being dead-lettered again (fix the dead-letter exchanges of the queues in the cycle)",
 			"queue", s.cfg.Queue, "message_id", e.id, "cycle", e.cycle, "limit", s.cycleLimit(), "delay", delay.String())
 	}
 	if noDLX > 0 {
-		s.log.Error("messages reached max_receive_count but the RabbitMQ queue has no dead-letter exchange: they are requeued after a delay instead",
-			"queue", s.cfg.Queue, "messages", noDLX, "max_receive_count", mrc, "delay", delay.String())
+		s.log.Error("messages reached max_receive_count or the delivery limit but the RabbitMQ queue has no dead-letter exchange: they are requeued after a delay instead",
+			"queue", s.cfg.Queue, "messages", noDLX, "max_receive_count", mrc, "delivery_limit", limit, "delay", delay.String())
 	}
 	for i, e := range now {
 		if err := s.apply(e, nowActs[i]); err != nil {
@@ -244,7 +264,7 @@ func (s *Source) republish(e *entry) {
 	if !ss.alive() {
 		return // the broker redelivers the original
 	}
-	err := s.publishCopy(ss, e)
+	err := s.publishCopy(ss, e, s.cfg.Queue)
 	if err == nil {
 		if err := ss.ch.Ack(e.tag, false); err != nil {
 			s.log.Warn("acking a re-published message failed: it will be delivered twice", "queue", s.cfg.Queue, "message_id", e.id, "error", err)
@@ -260,9 +280,9 @@ func (s *Source) republish(e *entry) {
 		"queue", s.cfg.Queue, "message_id", e.id, "error", err)
 }
 
-// publishCopy publishes the copy and waits for its confirm; a return
-// (unroutable) or a nack is an error.
-func (s *Source) publishCopy(ss *session, e *entry) error {
+// publishCopy publishes the copy through the default exchange to queue
+// and waits for its confirm; a return (unroutable) or a nack is an error.
+func (s *Source) publishCopy(ss *session, e *entry, queue string) error {
 	headers := make(amqp.Table, len(e.d.Headers)+1)
 	for k, v := range e.d.Headers {
 		headers[k] = v
@@ -289,7 +309,7 @@ stale:
 			break stale
 		}
 	}
-	dc, err := ss.pub.PublishWithDeferredConfirmWithContext(ctx, "", s.cfg.Queue, true, false, msg)
+	dc, err := ss.pub.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, msg)
 	if err != nil {
 		return fmt.Errorf("publishing: %w", s.scrub(err))
 	}

@@ -550,25 +550,38 @@ func TestPastMaxReceiveCountWithoutADeadLetterExchangeMessagesAreRequeuedNotDrop
 	}
 }
 
+// A failure waits for its retry in a delay queue; a connection closed
+// while the copy is on its way (or just after) loses nothing: either the
+// copy was confirmed and comes back from the delay queue, or the original
+// was still unacked and the broker redelivers it (both: a duplicate).
+//
 // Relies on: the broker requeueing the unacked deliveries of a closed
-// connection, held ones included.
-func TestAMessageHeldWhenTheConnectionGoesIsRedeliveredNotLost(t *testing.T) {
+// connection, publisher confirms, and a delay queue's expired messages
+// dead-lettered back through the default exchange.
+func TestAMessageWaitingForItsRetryWhenTheConnectionGoesIsRedeliveredNotLost(t *testing.T) {
 	q := rabbittest.Name(t, "")
 	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{})
 	src := open(t, rabbitmq.Config{Queue: q})
 	rabbittest.Publish(t, q, "held")
 	m := receive(t, src, 1, 10*time.Second)[0]
-	if err := src.Nak(t.Context(), []*pipe.Message{m}, 10*time.Minute); err != nil {
+	if err := src.Nak(t.Context(), []*pipe.Message{m}, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	closeConnections(t, q)
-	again := receive(t, src, 1, 30*time.Second)[0]
-	if again.Body != "held" || src.Attempts(again) != 2 {
-		t.Errorf("redelivered %q with attempts %d", again.Body, src.Attempts(again))
+	again := receive(t, src, 1, 30*time.Second)
+	time.Sleep(3 * time.Second) // a duplicate, if any, comes back too
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	more, _ := src.Receive(ctx, 10)
+	cancel()
+	again = append(again, more...)
+	for _, a := range again {
+		// 2, or 3 when the reconnected connection was closed too (the
+		// helper closes every connection of the queue it lists).
+		if a.Body != "held" || src.Attempts(a) < 2 {
+			t.Errorf("redelivered %q with attempts %d, want the message with 2 or more", a.Body, src.Attempts(a))
+		}
 	}
-	if err := src.Ack(t.Context(), []*pipe.Message{again}); err != nil {
-		t.Fatal(err)
-	}
+	_ = src.Ack(t.Context(), again) // a stale tag: the broker redelivers it, nothing lost
 }
 
 // Relies on: the broker cancelling the consumers of a deleted queue

@@ -81,6 +81,10 @@ type Harness struct {
 	// or stale receipt handle as done (fauxqs does): the suite skips the
 	// check that such a settle fails that message alone.
 	ForgedHandlesSettle bool
+	// DelayedNakSettles says a Nak with a delay is a final settle (the
+	// RabbitMQ source moves the message to a delay queue and acks the
+	// original): the suite does not settle that receipt again.
+	DelayedNakSettles bool
 }
 
 func (h Harness) withDefaults() Harness {
@@ -398,6 +402,10 @@ func testStaleHandle(t *testing.T, h Harness) {
 		{"change visibility", func(msgs []*pipe.Message) error { return q.src.Nak(t.Context(), msgs, longVisibility) }},
 		{"delete", func(msgs []*pipe.Message) error { return q.src.Ack(t.Context(), msgs) }},
 	} {
+		if h.DelayedNakSettles && op.name == "delete" {
+			q.send(t, "good")
+			good = q.receiveN(t, 1, 10)[0] // the first was settled by the Nak
+		}
 		err := op.call([]*pipe.Message{good, forged})
 		var se *pipe.SettleError
 		if !errors.As(err, &se) {
