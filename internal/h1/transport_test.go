@@ -533,30 +533,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}
 		b.Run(tc.name, func(b *testing.B) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procsWanted))
-			// A server and a transport of its own: the other's connections
-			// and goroutines are not in the figures.
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Length", "2")
-				io.WriteString(w, "{}")
-			}))
-			defer srv.Close()
-			tr := tc.tr()
-			defer tr.(interface{ CloseIdleConnections() }).CloseIdleConnections()
-			b.ReportAllocs()
-			cpu0, _ := procs.ProcessCPU()
-			for b.Loop() {
-				req, _ := http.NewRequest("POST", srv.URL, bytes.NewReader(body))
-				resp, err := tr.RoundTrip(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			if cpu1, ok := procs.ProcessCPU(); ok {
-				b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
-			}
+			benchRoundTrips(b, tc.tr(), body)
 		})
 	}
 }
@@ -681,28 +658,34 @@ func BenchmarkRoundTripLargeBody(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Length", "2")
-				io.WriteString(w, "{}")
-			}))
-			defer srv.Close()
-			tr := tc.tr()
-			defer tr.(interface{ CloseIdleConnections() }).CloseIdleConnections()
-			b.ReportAllocs()
-			cpu0, _ := procs.ProcessCPU()
-			for b.Loop() {
-				req, _ := http.NewRequest("POST", srv.URL, bytes.NewReader(body))
-				resp, err := tr.RoundTrip(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			if cpu1, ok := procs.ProcessCPU(); ok {
-				b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
-			}
+			benchRoundTrips(b, tc.tr(), body)
 		})
+	}
+}
+
+// benchRoundTrips posts body through tr to a server of its own (the other
+// transport's connections and goroutines are not in the figures), reading
+// each answer to its end, and reports the process's CPU per round trip.
+func benchRoundTrips(b *testing.B, tr http.RoundTripper, body []byte) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Length", "2")
+		io.WriteString(w, "{}")
+	}))
+	defer srv.Close()
+	defer tr.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+	b.ReportAllocs()
+	cpu0, _ := procs.ProcessCPU()
+	for b.Loop() {
+		req, _ := http.NewRequest("POST", srv.URL, bytes.NewReader(body))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if cpu1, ok := procs.ProcessCPU(); ok {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 }
