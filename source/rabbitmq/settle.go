@@ -290,7 +290,9 @@ func (s *Source) publishCopy(ss *session, e *entry, queue string) error {
 	headers[AttemptsHeader] = int64(e.attempts)
 	msg := amqp.Publishing{
 		Headers: headers, ContentType: e.d.ContentType, ContentEncoding: e.d.ContentEncoding,
-		DeliveryMode: e.d.DeliveryMode, Priority: e.d.Priority, CorrelationId: e.d.CorrelationId,
+		// Always persistent: a quorum queue keeps even a transient message
+		// through a broker restart, and the classic delay queue must too.
+		DeliveryMode: amqp.Persistent, Priority: e.d.Priority, CorrelationId: e.d.CorrelationId,
 		ReplyTo: e.d.ReplyTo, Expiration: e.d.Expiration, MessageId: e.d.MessageId, Timestamp: e.d.Timestamp,
 		Type: e.d.Type, AppId: e.d.AppId, Body: e.d.Body,
 	}
