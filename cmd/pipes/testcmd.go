@@ -27,6 +27,7 @@ import (
 
 type testFlags struct {
 	files   []string
+	exclude []string
 	input   string
 	records bool
 	enrich  bool
@@ -59,7 +60,8 @@ No queue or target is contacted.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder")
+	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder (FOLDER/... too), walked as pipes validate does: Kubernetes manifests are skipped with a note")
+	fl.StringArrayVar(&f.exclude, "exclude", nil, "leave out the files and folders whose name or path under the folder matches GLOB (*, ?, [...]; repeatable)")
 	fl.StringVar(&f.input, "input", "", "events file, JSON Lines (- for standard input)")
 	fl.BoolVar(&f.records, "records", false, "each input line is a whole Pipes SQS or RabbitMQ record")
 	fl.BoolVar(&f.preload, "preload", false, "each input line is in the memory source's preload format (default when --input is the pipe's preload file)")
@@ -77,7 +79,7 @@ type testResult struct {
 }
 
 func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout, stderr io.Writer) error {
-	byFile, order, err := loadOffline(f.files, f.enrich, stderr)
+	byFile, order, err := loadOffline(f.files, f.exclude, f.enrich, stderr)
 	if err != nil {
 		return err
 	}
@@ -436,11 +438,18 @@ func preloadMessages(ctx context.Context, spec config.Pipe, name string, r io.Re
 // (the filter, the input template, unwrap and, with --enrich, the
 // enrichment), where it is an error. Problems are printed on stderr, one a
 // line, and make a usage error.
-func loadOffline(args []string, enrich bool, stderr io.Writer) (map[string][]config.Pipe, []string, error) {
+func loadOffline(args, exclude []string, enrich bool, stderr io.Writer) (map[string][]config.Pipe, []string, error) {
 	if len(args) == 0 {
 		return nil, nil, usageErr(errors.New("no pipeline file: give one with -f FILE"))
 	}
-	files, problems := validateFiles(args)
+	w, err := walkPipelineFiles(args, exclude)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	files, problems := w.files, w.problems
+	for _, n := range w.notes {
+		fmt.Fprintln(stderr, n)
+	}
 	reports := config.Loader{SkipEnv: true}.Reports(files...)
 	reg := pipes.NewRegistry()
 	byFile := map[string][]config.Pipe{}

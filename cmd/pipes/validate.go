@@ -1,18 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
@@ -20,6 +23,7 @@ import (
 
 type validateFlags struct {
 	files        []string
+	exclude      []string
 	envFile      string
 	skipEnv      bool
 	denyWarnings bool
@@ -28,7 +32,7 @@ type validateFlags struct {
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f validateFlags
 	cmd := &cobra.Command{
-		Use:   "validate -f FILE|FOLDER|FOLDER/... [--env-file FILE] [--skip-env] [--deny-warnings]",
+		Use:   "validate -f FILE|FOLDER|FOLDER/... [--exclude GLOB] [--env-file FILE] [--skip-env] [--deny-warnings]",
 		Short: "Check pipeline files without touching any queue: every problem of every file at once, file:line:col: field: message",
 		Long: `Checks pipeline files without touching any queue and prints every problem
 of every file at once, one per line on standard error:
@@ -41,7 +45,11 @@ each pipe's filters, templates, enrichment and target (patterns, jq, expr,
 input templates, header and URL placeholders), gathered together: a bad
 pattern shows next to a bad batch_size. A folder (or FOLDER/...) is walked
 recursively for *.yaml and *.yml files, leaving out test files (*_test.yaml,
-*_test.yml) and hidden folders.
+*_test.yml), hidden folders and node_modules. A file whose YAML documents
+all carry apiVersion and kind is a Kubernetes manifest, not a pipeline: it
+is skipped with a note. --exclude GLOB (repeatable) leaves out the files and
+folders whose name, or path under the folder given, matches GLOB (*, ?,
+[...] as in Go's path.Match): --exclude '*.k8s.yaml' --exclude 'vendor'.
 
 --env-file FILE reads KEY=VALUE lines (blank lines and # comments skipped,
 "export " allowed, values optionally in single or double quotes) whose
@@ -54,7 +62,8 @@ the file; a batch_window on a queue whose URL, ARN or name comes from a
 variable (refused if it names a FIFO queue); and those other checks add.
 
 Exit 0 when there is no error (a summary on standard output), 2 when there
-is any, 3 with --deny-warnings when there are warnings and no error.`,
+is any ("7 errors in 1 of 7 files"), 3 with --deny-warnings when there are
+warnings and no error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return validate(f, stdout, stderr)
@@ -62,6 +71,7 @@ is any, 3 with --deny-warnings when there are warnings and no error.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder, walked recursively; FOLDER/... too (repeatable)")
+	fl.StringArrayVar(&f.exclude, "exclude", nil, "leave out the files and folders whose name or path under the folder matches GLOB (*, ?, [...]; repeatable)")
 	fl.StringVar(&f.envFile, "env-file", "", "file of KEY=VALUE lines giving ${KEY} its value (before the process environment)")
 	fl.BoolVar(&f.skipEnv, "skip-env", false, "unset variables without a default become placeholders instead of errors")
 	fl.BoolVar(&f.denyWarnings, "deny-warnings", false, "exit 3 when there are warnings")
@@ -89,11 +99,18 @@ func validate(f validateFlags, stdout, stderr io.Writer) error {
 			return os.LookupEnv(name)
 		}
 	}
-	files, walkErrs := validateFiles(f.files)
+	w, err := walkPipelineFiles(f.files, f.exclude)
+	if err != nil {
+		return usageErr(err)
+	}
+	files := w.files
+	for _, n := range w.notes {
+		fmt.Fprintln(stderr, n)
+	}
 	reports := loader.Reports(files...)
 	reg := pipes.NewRegistry()
-	nErr, nWarn, nPipes := len(walkErrs), 0, 0
-	for _, e := range walkErrs {
+	nErr, nWarn, nPipes, bad := len(w.problems), 0, 0, 0
+	for _, e := range w.problems {
 		fmt.Fprintln(stderr, e)
 	}
 	for i := range reports {
@@ -104,15 +121,31 @@ func validate(f validateFlags, stdout, stderr io.Writer) error {
 		nErr += len(r.Errors)
 		nWarn += len(r.Warnings)
 		nPipes += len(r.Pipes)
+		if len(r.Errors) > 0 {
+			bad++
+		}
 	}
 	if nErr > 0 {
-		return usageErr(fmt.Errorf("%s and %s in %s", plural(nErr, "error"), plural(nWarn, "warning"), plural(len(files), "file")))
+		what := plural(nErr, "error")
+		if nWarn > 0 {
+			what += " and " + plural(nWarn, "warning")
+		}
+		return usageErr(fmt.Errorf("%s in %s", what, someOf(bad, len(files))))
 	}
-	fmt.Fprintf(stdout, "ok: %s in %s, %s\n", plural(nPipes, "pipe"), plural(len(files), "file"), plural(nWarn, "warning"))
+	fmt.Fprintf(stdout, "ok: %s in %s, %s%s\n", plural(nPipes, "pipe"), plural(len(files), "file"), plural(nWarn, "warning"), w.skipped())
 	if f.denyWarnings && nWarn > 0 {
 		return &exitError{code: 3, err: fmt.Errorf("%s and --deny-warnings", plural(nWarn, "warning"))}
 	}
 	return nil
+}
+
+// someOf says how many of the files checked had errors: "1 of 7 files",
+// "1 file" when there was one, "7 files" when they all did.
+func someOf(bad, files int) string {
+	if bad == files || files == 1 {
+		return plural(files, "file")
+	}
+	return strconv.Itoa(bad) + " of " + plural(files, "file")
 }
 
 func plural(n int, what string) string {
@@ -236,22 +269,76 @@ func sortErrors(es config.Errors) {
 	})
 }
 
-// validateFiles expands the -f arguments: a file is itself, a folder (or
-// FOLDER/...) its *.yaml and *.yml files at any depth, in name order,
-// less test files and hidden folders. A path named twice is checked once.
-// Arguments that give no file are reported.
+// walked is what the -f arguments come to: the pipeline files to check,
+// the arguments that gave none (problems), and notes on the files left out
+// that a user might have expected checked (Kubernetes manifests).
+type walked struct {
+	files, problems, notes []string
+	manifests, excluded    int
+}
+
+// skipped says, after the "ok:" summary, what was left out.
+func (w walked) skipped() string {
+	var parts []string
+	if w.manifests > 0 {
+		parts = append(parts, plural(w.manifests, "Kubernetes manifest")+" skipped")
+	}
+	if w.excluded > 0 {
+		parts = append(parts, strconv.Itoa(w.excluded)+" excluded")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// validateFiles is walkPipelineFiles without exclusions or notes.
 func validateFiles(args []string) ([]string, []string) {
-	var files, problems []string
+	w, _ := walkPipelineFiles(args, nil)
+	return w.files, w.problems
+}
+
+// walkPipelineFiles expands the -f arguments: a file is itself, a folder
+// (or FOLDER/...) its *.yaml and *.yml files at any depth, in name order,
+// less test files, hidden folders and node_modules. A file or folder whose
+// name or path under the folder matches a glob of exclude is left out; so
+// is a Kubernetes manifest (every YAML document carries apiVersion and
+// kind), with a note. A path named twice is checked once. Arguments that
+// give no file are problems; a glob that is not one is an error.
+func walkPipelineFiles(args, exclude []string) (walked, error) {
+	var w walked
+	for _, g := range exclude {
+		if _, err := path.Match(g, ""); err != nil {
+			return w, fmt.Errorf("--exclude %q: %w", g, err)
+		}
+	}
+	excluded := func(name, rel string) bool {
+		for _, g := range exclude {
+			if ok, _ := path.Match(g, name); ok {
+				return true
+			}
+			if ok, _ := path.Match(g, rel); ok {
+				return true
+			}
+		}
+		return false
+	}
 	seen := map[string]bool{}
 	add := func(p string) {
 		key := p
 		if abs, err := filepath.Abs(p); err == nil {
 			key = abs
 		}
-		if !seen[key] {
-			seen[key] = true
-			files = append(files, p)
+		if seen[key] {
+			return
 		}
+		seen[key] = true
+		if isManifest(p) {
+			w.manifests++
+			w.notes = append(w.notes, fmt.Sprintf("note: %s: skipped: a Kubernetes manifest (apiVersion and kind), not a pipeline file", p))
+			return
+		}
+		w.files = append(w.files, p)
 	}
 	for _, arg := range args {
 		root := arg
@@ -266,21 +353,30 @@ func validateFiles(args []string) ([]string, []string) {
 		info, err := os.Stat(root)
 		switch {
 		case err != nil:
-			problems = append(problems, fmt.Sprintf("%s: cannot be read: %v", arg, unwrapPath(err)))
+			w.problems = append(w.problems, fmt.Sprintf("%s: cannot be read: %v", arg, unwrapPath(err)))
 			continue
 		case !info.IsDir():
+			if excluded(filepath.Base(root), filepath.ToSlash(root)) {
+				w.excluded++
+				continue
+			}
 			add(root)
 			continue
 		}
 		found := false
 		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s: cannot be read: %v", p, unwrapPath(err)))
+				w.problems = append(w.problems, fmt.Sprintf("%s: cannot be read: %v", p, unwrapPath(err)))
 				return nil
 			}
 			name := d.Name()
+			rel, _ := filepath.Rel(root, p)
 			if d.IsDir() {
 				if p != root && (strings.HasPrefix(name, ".") || name == "node_modules") {
+					return filepath.SkipDir
+				}
+				if p != root && excluded(name, filepath.ToSlash(rel)) {
+					w.excluded++
 					return filepath.SkipDir
 				}
 				return nil
@@ -290,17 +386,58 @@ func validateFiles(args []string) ([]string, []string) {
 				return nil
 			}
 			found = true
+			if excluded(name, filepath.ToSlash(rel)) {
+				w.excluded++
+				return nil
+			}
 			add(p)
 			return nil
 		})
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", arg, err))
+			w.problems = append(w.problems, fmt.Sprintf("%s: %v", arg, err))
 		}
 		if !found {
-			problems = append(problems, fmt.Sprintf("%s: no *.yaml or *.yml pipeline file in it", arg))
+			w.problems = append(w.problems, fmt.Sprintf("%s: no *.yaml or *.yml pipeline file in it", arg))
 		}
 	}
-	return files, problems
+	if len(w.files) == 0 && len(w.problems) == 0 && len(args) > 0 {
+		w.problems = append(w.problems, fmt.Sprintf("%s: no pipeline file left to check%s", strings.Join(args, ", "), w.skipped()))
+	}
+	return w, nil
+}
+
+// isManifest reports whether the file is a Kubernetes manifest: it holds
+// YAML documents, each a mapping with apiVersion and kind at its top. A
+// file that cannot be read or parsed is not one (the loader says what is
+// wrong with it).
+func isManifest(name string) bool {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return false
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	docs := 0
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			return errors.Is(err, io.EOF) && docs > 0
+		}
+		if len(doc.Content) == 0 {
+			continue
+		}
+		root := doc.Content[0]
+		if root.Kind != yaml.MappingNode {
+			return false
+		}
+		keys := map[string]bool{}
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			keys[root.Content[i].Value] = true
+		}
+		if !keys["apiVersion"] || !keys["kind"] {
+			return false
+		}
+		docs++
+	}
 }
 
 func unwrapPath(err error) error {
