@@ -66,3 +66,11 @@ func compareProblems(a, b *Error) int {
 		cmp.Compare(a.Msg, b.Msg),
 	)
 }
+
+// UnknownKey is the problem of a key that is not one of known, worded as
+// the loader words it in pipeline files: "unknown key; did you mean
+// outcome?" (or the known keys listed). It is for the other YAML files of
+// pipes (test files), so that their errors read like validate's.
+func UnknownKey(pos Pos, field, key string, known []string) *Error {
+	return &Error{Pos: pos, Field: field, Msg: "unknown key" + suggest(key, known)}
+}

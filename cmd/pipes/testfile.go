@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -66,56 +68,143 @@ func testFileFor(pipelineFile string) string {
 	return ""
 }
 
-// parseTestFile decodes a test file strictly: unknown keys, a bad outcome
-// or a case without input are errors naming the line.
+// The keys of a test file, of a case and of a case's expect block.
+var (
+	testFileKeys   = []string{"pipe", "cases"}
+	testCaseKeys   = []string{"name", "pipe", "input", "record", "expect"}
+	testExpectKeys = []string{"outcome", "target_input", "target_input_text", "ignore"}
+)
+
+// parseTestFile decodes a test file strictly. Its problems are
+// config.Errors, worded and located as pipes validate words them
+// (file:line:col: cases[2].expect.outcom: unknown key; did you mean
+// outcome?): unknown keys, values of the wrong kind, a bad outcome, a case
+// without input.
 func parseTestFile(name string, data []byte) (testFile, error) {
 	var tf testFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&tf); err != nil {
-		if errors.Is(err, io.EOF) {
-			return tf, fmt.Errorf("%s: the test file holds no cases", name)
-		}
-		return tf, fmt.Errorf("%s: %w", name, err)
-	}
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err == nil && len(root.Content) > 0 {
-		for i, n := range root.Content[0].Content {
-			if n.Value == "cases" && i+1 < len(root.Content[0].Content) {
-				for j, c := range root.Content[0].Content[i+1].Content {
-					if j < len(tf.Cases) {
-						tf.Cases[j].line = c.Line
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return tf, yamlErrors(name, err)
+	}
+	if len(root.Content) == 0 || root.Content[0].Tag == "!!null" {
+		return tf, config.Errors{{Pos: config.Pos{File: name}, Msg: "the test file holds no cases (cases: [...])"}}
+	}
+	pos := func(n *yaml.Node) config.Pos { return config.Pos{File: name, Line: n.Line, Column: n.Column} }
+	var errs config.Errors
+	// mapping checks that n is a mapping of known keys, reporting every
+	// other key, and returns its values by key (nil when n is not one).
+	mapping := func(n *yaml.Node, field string, known []string) map[string]*yaml.Node {
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		if n.Kind != yaml.MappingNode {
+			errs = append(errs, &config.Error{Pos: pos(n), Field: field, Msg: "must be a mapping of " + strings.Join(known, ", ")})
+			return nil
+		}
+		vals := map[string]*yaml.Node{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			f := k.Value
+			if field != "" {
+				f = field + "." + k.Value
+			}
+			if !slices.Contains(known, k.Value) {
+				errs = append(errs, config.UnknownKey(pos(k), f, k.Value, known))
+				continue
+			}
+			vals[k.Value] = n.Content[i+1]
+		}
+		return vals
+	}
+	top := mapping(root.Content[0], "", testFileKeys)
+	type caseNodes struct{ node, expect, outcome *yaml.Node }
+	var cases []caseNodes
+	if list := top["cases"]; list != nil {
+		if list.Kind != yaml.SequenceNode {
+			errs = append(errs, &config.Error{Pos: pos(list), Field: "cases", Msg: "must be a list of cases"})
+		} else {
+			for i, c := range list.Content {
+				field := fmt.Sprintf("cases[%d]", i)
+				cn := caseNodes{node: c}
+				if vals := mapping(c, field, testCaseKeys); vals != nil && vals["expect"] != nil {
+					cn.expect = vals["expect"]
+					if ev := mapping(cn.expect, field+".expect", testExpectKeys); ev != nil {
+						cn.outcome = ev["outcome"]
 					}
 				}
+				cases = append(cases, cn)
 			}
 		}
 	}
-	if len(tf.Cases) == 0 {
-		return tf, fmt.Errorf("%s: the test file holds no cases (cases: [...])", name)
+	if len(errs) > 0 {
+		sortErrors(errs)
+		return tf, errs
 	}
-	var errs []error
-	for i, c := range tf.Cases {
-		at := fmt.Sprintf("%s:%d: cases[%d]", name, c.line, i)
+	if err := root.Decode(&tf); err != nil {
+		return tf, yamlErrors(name, err)
+	}
+	if len(tf.Cases) == 0 {
+		return tf, config.Errors{{Pos: pos(root.Content[0]), Field: "cases", Msg: "the test file holds no cases (cases: [...])"}}
+	}
+	for i := range tf.Cases {
+		c, cn := &tf.Cases[i], cases[i]
+		c.line = cn.node.Line
+		field := fmt.Sprintf("cases[%d]", i)
+		at, outcomeAt := pos(cn.node), pos(cn.node)
+		if cn.expect != nil {
+			outcomeAt = pos(cn.expect)
+		}
+		if cn.outcome != nil {
+			outcomeAt = pos(cn.outcome)
+		}
 		hasInput, hasRecord := c.Input.Kind != 0, c.Record.Kind != 0
 		switch {
 		case hasInput == hasRecord:
-			errs = append(errs, fmt.Errorf("%s: give input (a message body) or record (a whole Pipes record)", at))
+			errs = append(errs, &config.Error{Pos: at, Field: field, Msg: "give input (a message body) or record (a whole Pipes record)"})
 		case c.Expect.Outcome != "passed" && c.Expect.Outcome != "filtered":
-			errs = append(errs, fmt.Errorf("%s: expect.outcome must be passed or filtered, got %q", at, c.Expect.Outcome))
+			errs = append(errs, &config.Error{Pos: outcomeAt, Field: field + ".expect.outcome", Msg: fmt.Sprintf("must be passed or filtered, got %q", c.Expect.Outcome)})
 		case c.Expect.Outcome == "filtered" && (c.Expect.TargetInput.Kind != 0 || c.Expect.TargetInputText != nil):
-			errs = append(errs, fmt.Errorf("%s: a filtered event has no target input", at))
+			errs = append(errs, &config.Error{Pos: outcomeAt, Field: field + ".expect", Msg: "a filtered event has no target input"})
 		case c.Expect.TargetInput.Kind != 0 && c.Expect.TargetInputText != nil:
-			errs = append(errs, fmt.Errorf("%s: give target_input (JSON) or target_input_text, not both", at))
+			errs = append(errs, &config.Error{Pos: pos(&c.Expect.TargetInput), Field: field + ".expect", Msg: "give target_input (JSON) or target_input_text, not both"})
 		}
-		for _, n := range []*yaml.Node{&c.Input, &c.Record, &c.Expect.TargetInput} {
+		for key, n := range map[string]*yaml.Node{"input": &c.Input, "record": &c.Record, "expect.target_input": &c.Expect.TargetInput} {
 			if n.Kind != 0 {
 				if _, err := nodeJSON(n); err != nil {
-					errs = append(errs, fmt.Errorf("%s: line %d: %w", at, n.Line, err))
+					errs = append(errs, &config.Error{Pos: pos(n), Field: field + "." + key, Msg: err.Error()})
 				}
 			}
 		}
 	}
-	return tf, errors.Join(errs...)
+	if len(errs) > 0 {
+		sortErrors(errs)
+		return tf, errs
+	}
+	return tf, nil
+}
+
+// yamlLine finds the "line N: " yaml.v3 starts its messages with.
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
+
+// yamlErrors are a YAML syntax or type error of a test file as located
+// problems: "t.yaml:3: cases[0].name: cannot unmarshal !!seq into string"
+// becomes t.yaml:3: cannot unmarshal !!seq into string.
+func yamlErrors(name string, err error) config.Errors {
+	msgs := []string{err.Error()}
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msgs = te.Errors
+	}
+	var out config.Errors
+	for _, msg := range msgs {
+		e := &config.Error{Pos: config.Pos{File: name}, Msg: msg}
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			e.Pos.Line, _ = strconv.Atoi(m[1])
+			e.Msg = msg[len(m[0]):]
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // nodeJSON is the JSON of a YAML value.

@@ -126,10 +126,14 @@ func TestParseTestFileRefusesBadCases(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
 	}{
-		{"unknown key", "cases:\n  - input: x\n    expect: {outcome: passed}\n    colour: red\n", "field colour not found"},
+		{"unknown key", "cases:\n  - input: x\n    expect: {outcome: passed}\n    colour: red\n", "t.yaml:4:5: cases[0].colour: unknown key; known keys: name, pipe, input, record, expect"},
+		{"a typo in expect", "cases:\n  - input: x\n    expect: {outcome: passed}\n  - input: y\n    expect: {outcome: passed}\n  - input: z\n    expect:\n      outcom: passed\n", "t.yaml:8:7: cases[2].expect.outcom: unknown key; did you mean outcome?"},
+		{"a typo at the top", "case:\n  - input: x\n", "t.yaml:1:1: case: unknown key; did you mean cases?"},
+		{"a value of the wrong kind", "cases:\n  - name: [1]\n    input: x\n    expect: {outcome: passed}\n", "t.yaml:2: cannot unmarshal !!seq into string"},
+		{"cases not a list", "cases: {input: x}\n", "t.yaml:1:8: cases: must be a list of cases"},
 		{"no cases", "cases: []\n", "no cases"},
 		{"empty", "", "no cases"},
-		{"bad outcome", "cases:\n  - input: x\n    expect: {outcome: maybe}\n", "t.yaml:2: cases[0]: expect.outcome must be passed or filtered"},
+		{"bad outcome", "cases:\n  - input: x\n    expect: {outcome: maybe}\n", "t.yaml:3:23: cases[0].expect.outcome: must be passed or filtered, got \"maybe\""},
 		{"input and record", "cases:\n  - input: x\n    record: {}\n    expect: {outcome: passed}\n", "give input"},
 		{"no input", "cases:\n  - expect: {outcome: passed}\n", "give input"},
 		{"filtered with a target input", "cases:\n  - input: x\n    expect: {outcome: filtered, target_input: 1}\n", "no target input"},
@@ -166,5 +170,24 @@ func TestLineDiffKeepsCommonLines(t *testing.T) {
 	want := "     (- want, + got)\n       a\n     - b\n     + x\n       c\n"
 	if got != want {
 		t.Errorf("lineDiff:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A typo in a test file reads like pipes validate's errors, with the file,
+// line and column of the key and the key it was meant to be.
+func TestATypoInATestFileIsLocatedAsValidateLocatesIt(t *testing.T) {
+	file := writeTestPair(t, offlinePipe, `cases:
+  - input: {kind: order, id: a-1, n: 3}
+    expect: {outcome: passed}
+  - input: {kind: refund}
+    expect: {outcome: filtered}
+  - input: {kind: order, id: a-2, n: 1}
+    expect:
+      outcom: passed
+`)
+	code, stdout, stderr := runCLI(t, "test", "-f", file)
+	want := filepath.Join(filepath.Dir(file), "pipeline_test.yaml") + ":8:7: cases[2].expect.outcom: unknown key; did you mean outcome?\n"
+	if code != 2 || stderr != want || stdout != "" {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", code, stdout, stderr, want)
 	}
 }
