@@ -99,6 +99,7 @@ target:
 // takes with x-death reason rejected; the queue ends empty. Relies on the
 // broker's dead-lettering of basic.nack(requeue=false).
 func TestARabbitMQPipeDeliversFiltersAndDeadLettersThroughTheExchange(t *testing.T) {
+	rabbittest.ManagementURL(t) // skips without it: the source reads the queue's dead-letter exchange from the management API
 	url := rabbittest.URL(t)
 	dlx, dlq := rabbittest.DeclareDLX(t)
 	queue := rabbittest.Name(t, "")

@@ -242,6 +242,7 @@ func checkNothingLost(t *testing.T, target *rabbitTarget, queue, dlq string, bod
 // Relies on: unacked deliveries requeued on connection close; dead-lettering
 // only on basic.nack/reject without requeue (the queue has a DLX).
 func TestRabbitMQKillingTheRunnerMidBatchLosesAndDeadLettersNothing(t *testing.T) {
+	rabbittest.ManagementURL(t) // skips without it: the queues are counted through the management API
 	amqpURL := rabbittest.URL(t)
 	queue, dlq := queueWithDLQ(t, rabbittest.QueueOptions{})
 	bodies := publishBodies(t, queue, 500)
@@ -345,6 +346,7 @@ func TestRabbitMQSIGTERMAcksOrRequeuesEverythingAndExitsZero(t *testing.T) {
 // tags valid only on their channel; a user without permissions on the
 // vhost refused at connection.open.
 func TestRabbitMQConnectionsClosedFromOutsideLoseAndDeadLetterNothing(t *testing.T) {
+	rabbittest.ManagementURL(t) // skips without it: the connections are closed through the management API
 	rabbittest.URL(t)
 	queue, dlq := queueWithDLQ(t, rabbittest.QueueOptions{})
 	user := rabbittest.Name(t, "-user")

@@ -29,10 +29,16 @@ import (
 	"github.com/pipesproject/pipes/source/memory"
 )
 
+// defaultMetricsAddr is --metrics-addr's default. It is also the
+// OpenTelemetry Prometheus exporter's default, and another pipes may hold
+// it: when it is in use, the run serves on a free port instead.
+const defaultMetricsAddr = "127.0.0.1:9464"
+
 type runFlags struct {
 	files            []string
 	aws              []string // EventBridge Pipes definitions, imported in memory (import.go)
 	metricsAddr      string
+	metricsAddrSet   bool // --metrics-addr was given: a busy address fails the run
 	logFormat        string
 	logLevel         string
 	shutdownTimeout  time.Duration
@@ -51,13 +57,14 @@ func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
 		Short: "Run every pipe of the files until SIGINT/SIGTERM (or, with --drain, until the sources are empty)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.metricsAddrSet = cmd.Flags().Changed("metrics-addr")
 			return runPipes(cmd.Context(), in, f, stdout, stderr)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder (repeatable)")
 	fl.StringArrayVar(&f.aws, "aws", nil, "EventBridge Pipes definition to run (describe-pipe JSON, CreatePipe body, CloudFormation/SAM/CDK template), imported in memory (repeatable)")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", `address for /metrics, /healthz and /readyz ("" turns it off)`)
+	fl.StringVar(&f.metricsAddr, "metrics-addr", defaultMetricsAddr, `address for /metrics, /healthz and /readyz ("" turns it off); when the default is in use, a free port is taken instead (and logged)`)
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "runner log level: debug, info, warn or error (pipes' execution logs follow each pipe's logging.level)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight batches may finish after SIGTERM before they are released")
@@ -168,7 +175,7 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 	in.runStarted(log, f.shutdownTimeout, runner.Abort)
 	defer in.runEnded()
 	if f.metricsAddr != "" {
-		stopServer, err := serveOps(f.metricsAddr, promReg, runner, log)
+		stopServer, err := serveOps(f.metricsAddr, !f.metricsAddrSet, promReg, runner, log)
 		if err != nil {
 			return runtimeErr(err)
 		}
@@ -189,10 +196,19 @@ type opsView interface {
 	Pipes() []*pipe.Pipe
 }
 
-// serveOps serves /metrics, /healthz and /readyz until the returned
-// function is called.
-func serveOps(addr string, reg *prometheus.Registry, runner opsView, log *slog.Logger) (func(), error) {
+// serveOps serves /metrics, /healthz and /readyz until the
+// returned function is called. When addr is in use and fallback is set
+// (addr is the default, not one the user gave), it warns and serves on a
+// free port of the same host instead.
+func serveOps(addr string, fallback bool, reg *prometheus.Registry, runner opsView, log *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
+	if err != nil && fallback && errors.Is(err, syscall.EADDRINUSE) {
+		host, _, _ := net.SplitHostPort(addr)
+		if ln, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err == nil {
+			log.Warn("the default metrics address is in use (another pipes run, or an OpenTelemetry Prometheus exporter, whose default it is too): serving metrics and health on a free port instead; choose one with --metrics-addr HOST:PORT",
+				"in_use", addr, "addr", ln.Addr().String())
+		}
+	}
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return nil, fmt.Errorf("listening for metrics on %s: the address is in use (another pipes run?): choose another with --metrics-addr HOST:PORT (127.0.0.1:0 picks a free port), or turn the server off with --metrics-addr \"\": %w", addr, err)

@@ -323,6 +323,7 @@ func FuzzParseSendLine(f *testing.F) {
 // Relies on RabbitMQ 3.10: quorum queues with x-delivery-limit, publisher
 // confirms, and the management API to read the declared arguments.
 func TestSendToRabbitMQCreatesTheQueueAndPublishesWithConfirms(t *testing.T) {
+	rabbittest.ManagementURL(t) // skips without it: the queue's arguments are read through the management API
 	amqpURL := rabbittest.URL(t)
 	queue := rabbittest.Name(t, "")
 	t.Cleanup(func() {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/sqstest"
+	"github.com/pipesproject/pipes/internal/testenv"
 )
 
 // chromiumPath is Debian's chromium, which .ci/run installs.
@@ -25,22 +26,17 @@ const chromiumPath = "/usr/bin/chromium"
 
 // browserTools returns node and the package.json of .ci/browser (where
 // playwright-core is installed), skipping the test when one is missing,
-// or failing it under CI=true.
+// with one line saying what provides it, or failing it under CI=true.
 func browserTools(t *testing.T) (node, playwright string) {
 	t.Helper()
-	miss := func(what string) {
-		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is missing: .ci/run installs it (CI=true)", what)
-		}
-		t.Skipf("%s is missing (.ci/run installs it)", what)
-	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		miss("node")
+		testenv.Missing(t, testenv.Service{Name: "Node.js (for the status page's browser test)",
+			Fix: "install it with `apt-get install nodejs npm`"}, err)
 	}
 	if _, err := os.Stat(chromiumPath); err != nil {
-		miss(chromiumPath + " (apt-get install chromium)")
+		testenv.Missing(t, testenv.Service{Name: "chromium (for the status page's browser test)", At: chromiumPath,
+			Fix: "install it with `apt-get install chromium`"}, nil)
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -48,7 +44,8 @@ func browserTools(t *testing.T) (node, playwright string) {
 	}
 	playwright = filepath.Join(root, ".ci/browser/package.json")
 	if _, err := os.Stat(filepath.Join(root, ".ci/browser/node_modules/playwright-core/package.json")); err != nil {
-		miss("playwright-core (cd .ci/browser && npm ci)")
+		testenv.Missing(t, testenv.Service{Name: "playwright-core (for the status page's browser test)", At: ".ci/browser/node_modules",
+			Fix: "install it with `cd .ci/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci`"}, nil)
 	}
 	return node, playwright
 }

@@ -1,8 +1,10 @@
 // Package rabbittest connects pipes' tests to the RabbitMQ broker of the
 // machine (127.0.0.1:5672, guest/guest, management API on :15672; `.ci/run`
 // starts it). PIPES_RABBITMQ_URL and PIPES_RABBITMQ_MANAGEMENT_URL point
-// the tests at another broker. Without a broker the tests are skipped,
-// except under CI=true, where they fail.
+// the tests at another broker. Without a broker, or without its management
+// API (the rabbitmq_management plugin), the tests that need it are skipped
+// with one line saying how to get it (see internal/testenv), except under
+// CI=true, where they fail.
 package rabbittest
 
 import (
@@ -10,6 +12,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,10 +21,13 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/pipesproject/pipes/internal/testenv"
 )
 
 // Defaults of the machine's broker.
@@ -30,8 +36,16 @@ const (
 	DefaultManagementURL = "http://127.0.0.1:15672"
 )
 
+// The services this package's helpers need, and what provides them.
+var (
+	broker = testenv.Service{Name: "RabbitMQ broker",
+		Fix: "install and start it with `apt-get install rabbitmq-server` (guest/guest on 127.0.0.1:5672), or point PIPES_RABBITMQ_URL at one"}
+	management = testenv.Service{Name: "RabbitMQ management API",
+		Fix: "enable it with `rabbitmq-plugins enable rabbitmq_management`, or point PIPES_RABBITMQ_MANAGEMENT_URL at one"}
+)
+
 // URL is the broker's AMQP URL. It skips t (fails it under CI=true) when
-// the broker cannot be reached.
+// the broker cannot be reached, with one line saying how to start one.
 func URL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("PIPES_RABBITMQ_URL")
@@ -48,23 +62,81 @@ func URL(t testing.TB) string {
 	}
 	c, err := net.DialTimeout("tcp", host, 2*time.Second)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("rabbittest: no RabbitMQ broker at %s under CI=true (.ci/run starts it): %v", host, err)
-		}
-		t.Skipf("rabbittest: no RabbitMQ broker at %s: %v", host, err)
+		s := broker
+		s.At = host
+		testenv.Missing(t, s, err)
 	}
 	_ = c.Close()
 	return u
 }
 
-// ManagementURL is the broker's management API (the same checks as URL).
+// ManagementURL is the broker's management API. It skips t (fails it
+// under CI=true) when the broker or its management API cannot be reached
+// (the plugin is not enabled), with one line saying how to enable it. Every
+// test that needs the management API, also through a pipe's source (it
+// reads a queue's type and dead-letter settings there), calls it.
 func ManagementURL(t testing.TB) string {
 	t.Helper()
 	URL(t)
-	if u := os.Getenv("PIPES_RABBITMQ_MANAGEMENT_URL"); u != "" {
-		return u
+	u := os.Getenv("PIPES_RABBITMQ_MANAGEMENT_URL")
+	if u == "" {
+		u = DefaultManagementURL
 	}
-	return DefaultManagementURL
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" {
+		t.Fatalf("rabbittest: PIPES_RABBITMQ_MANAGEMENT_URL is not a URL")
+	}
+	v, _ := probed.LoadOrStore(u, &probe{})
+	pr := v.(*probe)
+	pr.once.Do(func() { pr.err = probeManagement(p) })
+	if pr.err != nil {
+		s := management
+		s.At = (&url.URL{Scheme: p.Scheme, Host: p.Host, Path: p.Path}).String() // no credentials
+		testenv.Missing(t, s, pr.err)
+	}
+	return u
+}
+
+// probe is one management URL's check, done once per test binary.
+type probe struct {
+	once sync.Once
+	err  error
+}
+
+// probed holds the management URLs this test binary checked (test-binary
+// state: one check, however many tests ask).
+var probed sync.Map // URL → *probe
+
+// probeManagement asks the management API for its overview, as guest
+// unless the URL carries credentials. The error never holds them.
+func probeManagement(p *url.URL) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	base := *p
+	base.User = nil
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base.String(), "/")+"/api/overview", nil)
+	if err != nil {
+		return errors.New("not a URL")
+	}
+	user, pass := "guest", "guest"
+	if p.User != nil {
+		user = p.User.Username()
+		pass, _ = p.User.Password()
+	}
+	req.SetBasicAuth(user, pass)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) {
+			return op
+		}
+		return errors.New("no answer")
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /api/overview answered %s", resp.Status)
+	}
+	return nil
 }
 
 // Dial opens a connection for the test's own use, closed when it ends.

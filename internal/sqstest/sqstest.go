@@ -9,7 +9,8 @@
 // with that one. Endpoint and Client mean local-aws-sqs.
 //
 // Tests fail when a server they ask for cannot be started and the
-// environment variable CI is "true"; elsewhere they are skipped. Setting
+// environment variable CI is "true"; elsewhere they are skipped, with one
+// line saying what provides the server (see internal/testenv). Setting
 // PIPES_SQS_ENDPOINT (local-aws-sqs) or PIPES_FAUXQS_ENDPOINT (fauxqs) uses
 // an already running server instead.
 package sqstest
@@ -38,6 +39,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/pipesproject/pipes/internal/testenv"
 )
 
 // EnvEndpoint names the environment variable that points the tests at an
@@ -143,10 +146,10 @@ func EndpointOf(t testing.TB, s Server) string {
 	sh := shared[s]
 	sh.once.Do(func() { sh.endpoint, sh.stdin, sh.err = start(s, k) })
 	if sh.err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("sqstest: the %s test server is required under CI=true: %v", s, sh.err)
-		}
-		t.Skipf("sqstest: no %s test server (set %s or install node and npm): %v", s, k.env, sh.err)
+		testenv.Missing(t, testenv.Service{
+			Name: "the " + string(s) + " test server (an SQS stand-in, from npm)",
+			Fix:  "install Node.js and npm (the tests then run `npm ci` in " + k.dir + " themselves), run `npm ci` in " + k.dir + ", or point " + k.env + " at a running one",
+		}, sh.err)
 	}
 	return sh.endpoint
 }

@@ -70,6 +70,7 @@ func deathCount(h amqp.Table, queue, reason string) int64 {
 // per-queue message TTL dead-lettering (reason expired) and x-death's one
 // entry per {queue, reason} with its count.
 func TestADeadLetterCycleIsReportedAndNotFedAnyMore(t *testing.T) {
+	rabbittest.ManagementURL(t) // skips without it: the source reads the queues' dead-letter exchanges from the management API
 	a, b := cycleQueues(t, 100*time.Millisecond)
 	l := &logs{}
 	src, err := rabbitmq.New(rabbitmq.Config{URL: rabbittest.URL(t), Queue: a, WaitTime: 500 * time.Millisecond, BatchSize: 1, MaxConcurrency: 1,
@@ -151,6 +152,7 @@ func TestADeadLetterCycleIsReportedAndNotFedAnyMore(t *testing.T) {
 //
 // Relies on: basic.nack without requeue dead-lettering (reason rejected).
 func TestASubSecondRetryBackoffStillDeadLettersAFailure(t *testing.T) {
+	rabbittest.ManagementURL(t) // skips without it: the source reads the queue's dead-letter exchange from the management API
 	dlx, dlq := rabbittest.DeclareDLX(t)
 	q := rabbittest.Name(t, "")
 	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{DeadLetterExchange: dlx})

@@ -22,6 +22,7 @@ import (
 // Relies on: basic.nack without requeue dead-lettering (reason rejected),
 // and a quorum queue's x-delivery-count on redeliveries.
 func TestAPipeOnTheSourceSettlesEveryMessageByItsOutcome(t *testing.T) {
+	rabbittest.ManagementURL(t) // skips without it: the source reads the queue's dead-letter exchange from the management API
 	dlx, dlq := rabbittest.DeclareDLX(t)
 	q := rabbittest.Name(t, "")
 	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{Quorum: true, DeliveryLimit: 10, DeadLetterExchange: dlx})

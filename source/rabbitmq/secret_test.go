@@ -18,6 +18,7 @@ import (
 // permissions on the default vhost (PUT /api/users, /api/permissions), and
 // closing a connection (DELETE /api/connections/{name}).
 func TestThePasswordAppearsInNoErrorLogRecordOrARN(t *testing.T) {
+	rabbittest.ManagementURL(t) // skips without it: the test makes its user through the management API
 	user, pw := "pipes-test-"+rand.Text()[:8], "pw-"+rand.Text()
 	if code := management(t, http.MethodPut, "/api/users/"+user, map[string]string{"password": pw, "tags": ""}, nil); code >= 300 {
 		t.Fatalf("creating user %s: HTTP %d", user, code)

@@ -144,6 +144,7 @@ func TestMessageIDsAreUniqueInFlightAndStableAcrossRedeliveries(t *testing.T) {
 // message was returned more often than the limit; x-delivery-count on
 // quorum redeliveries.
 func TestFailedMessagesAreDeadLetteredTheRabbitMQWay(t *testing.T) {
+	rabbittest.ManagementURL(t) // skips without it: the source reads the queue's dead-letter exchange from the management API
 	tests := []struct {
 		name            string
 		queue           rabbittest.QueueOptions
@@ -291,6 +292,7 @@ func TestAGiveBackRequeuesWithoutDeadLettering(t *testing.T) {
 
 // Relies on: basic.nack without requeue dead-lettering (reason rejected).
 func TestTermDeadLettersThroughTheQueuesExchange(t *testing.T) {
+	rabbittest.ManagementURL(t) // skips without it: the source reads the queue's dead-letter exchange from the management API
 	dlx, dlq := rabbittest.DeclareDLX(t)
 	q := rabbittest.Name(t, "")
 	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{DeadLetterExchange: dlx})
@@ -314,6 +316,7 @@ func TestTermDeadLettersThroughTheQueuesExchange(t *testing.T) {
 // deliveries (redelivered=true) and the management API closing a
 // connection (DELETE /api/connections/{name}).
 func TestAConnectionClosedFromOutsideIsReconnectedAndNothingIsLost(t *testing.T) {
+	rabbittest.ManagementURL(t) // skips without it: the connection is closed through the management API
 	dlx, dlq := rabbittest.DeclareDLX(t)
 	q := rabbittest.Name(t, "")
 	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{DeadLetterExchange: dlx})
@@ -559,6 +562,7 @@ func TestPastMaxReceiveCountWithoutADeadLetterExchangeMessagesAreRequeuedNotDrop
 // connection, publisher confirms, and a delay queue's expired messages
 // dead-lettered back through the default exchange.
 func TestAMessageWaitingForItsRetryWhenTheConnectionGoesIsRedeliveredNotLost(t *testing.T) {
+	rabbittest.ManagementURL(t) // skips without it: the connection is closed through the management API
 	q := rabbittest.Name(t, "")
 	rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{})
 	src := open(t, rabbitmq.Config{Queue: q})
@@ -677,6 +681,7 @@ func TestConcurrentReceivesAndSettlesLoseAndDuplicateNothing(t *testing.T) {
 // effective_policy_definition, and the broker dead-lettering by a policy's
 // dead-letter-exchange.
 func TestAPolicysDeadLetterExchangeAndDeliveryLimitAreRead(t *testing.T) {
+	rabbittest.ManagementURL(t) // skips without it: the policy is set and read through the management API
 	dlx, dlq := rabbittest.DeclareDLX(t)
 	q := rabbittest.Name(t, "")
 	policy := "pipes-test-" + q
