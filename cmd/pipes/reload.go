@@ -19,7 +19,9 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/ui"
 )
 
 // watchInterval is how often --watch looks at the pipeline files.
@@ -249,15 +251,28 @@ func (s *supervisor) Pipes() []*pipe.Pipe {
 	return out
 }
 
-// Ready reports whether every running pipe is polling.
+// Ready reports whether every running pipe can poll its source (canPoll):
+// a circuit held open by a failing target does not count.
 func (s *supervisor) Ready() bool {
 	ps := s.Pipes()
 	for _, p := range ps {
-		if !p.Ready() {
+		if !canPoll(p.Status()) {
 			return false
 		}
 	}
 	return len(ps) > 0
+}
+
+// Secrets are the values the named running pipe's definition keeps out of
+// what the runner shows (as the status page keeps them out): for /status.
+func (s *supervisor) Secrets(name string) scrub.Secrets {
+	s.mu.Lock()
+	r, ok := s.running[name]
+	s.mu.Unlock()
+	if !ok {
+		return scrub.New()
+	}
+	return ui.Secrets(r.spec)
 }
 
 // samePipe reports whether two definitions of a pipe are the same, where

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +26,7 @@ import (
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/internal/procs"
+	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 )
@@ -64,7 +66,7 @@ func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder (repeatable)")
 	fl.StringArrayVar(&f.aws, "aws", nil, "EventBridge Pipes definition to run (describe-pipe JSON, CreatePipe body, CloudFormation/SAM/CDK template), imported in memory (repeatable)")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", defaultMetricsAddr, `address for /metrics, /healthz and /readyz ("" turns it off); when the default is in use, a free port is taken instead (and logged)`)
+	fl.StringVar(&f.metricsAddr, "metrics-addr", defaultMetricsAddr, `address for /metrics, /healthz, /readyz and /status ("" turns it off); when the default is in use, a free port is taken instead (and logged)`)
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "runner log level: debug, info, warn or error (pipes' execution logs follow each pipe's logging.level)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight batches may finish after SIGTERM before they are released")
@@ -190,13 +192,78 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 	return nil
 }
 
-// opsView is what /readyz reads of the running pipes.
+// opsView is what /readyz and /status read of the running pipes.
 type opsView interface {
 	Ready() bool
 	Pipes() []*pipe.Pipe
+	Secrets(pipe string) scrub.Secrets
 }
 
-// serveOps serves /metrics, /healthz and /readyz until the
+// canPoll reports whether a pipe's runner can poll its source: the source
+// is open, the pipe is not stopping, and its receives do not keep failing.
+// A circuit held open by a failing target does not make a pipe unready:
+// readiness is the runner's (Kubernetes keeps routing and rolling out
+// during a downstream outage, when a fix may have to be rolled out);
+// /status and pipes_circuit_open say that the circuit is open. While the
+// circuit holds polling the source is not asked, so its health is the
+// last one seen: the circuit opened on batches it had delivered.
+func canPoll(st pipe.Status) bool {
+	return st.Started && !st.Stopping && (st.Ready || st.CircuitOpen)
+}
+
+// pipeHealth is one pipe in /status.
+type pipeHealth struct {
+	// Name is the pipe's name.
+	Name string `json:"name"`
+	// State is starting, running, paused, draining, source_failing
+	// (its receives keep failing) or target_failing (the circuit is open:
+	// polling is held while the target keeps failing).
+	State string `json:"state"`
+	// Ready is what /readyz counts: the runner can poll the source.
+	Ready bool `json:"ready"`
+	// Circuit is the circuit breaker: closed, or open while a failing
+	// target holds polling.
+	Circuit string `json:"circuit"`
+	// LastError is why the pipe is not running as it should (the source's
+	// last error, or the target's while the circuit is open), with the
+	// pipe's secrets blanked out; "" when it is.
+	LastError string `json:"last_error,omitempty"`
+	// Concurrency is the batches the pipe may have in flight now,
+	// MaxConcurrency its ceiling, InFlight those at the target now.
+	Concurrency    int `json:"concurrency"`
+	MaxConcurrency int `json:"max_concurrency"`
+	InFlight       int `json:"in_flight"`
+}
+
+// healthOf is p's row of /status.
+func healthOf(p *pipe.Pipe, secrets scrub.Secrets) pipeHealth {
+	st := p.Status()
+	h := pipeHealth{Name: p.Name(), Ready: canPoll(st), Circuit: "closed",
+		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency, InFlight: st.InFlight}
+	if st.CircuitOpen {
+		h.Circuit = "open"
+	}
+	switch {
+	case !st.Started:
+		h.State = "starting"
+	case st.Stopping:
+		h.State = "draining"
+	case st.CircuitOpen:
+		h.State = "target_failing"
+	case !st.Ready:
+		h.State = "source_failing"
+	case st.Paused:
+		h.State = "paused"
+	default:
+		h.State = "running"
+	}
+	if st.Err != nil {
+		h.LastError = secrets.Text(st.Err.Error())
+	}
+	return h
+}
+
+// serveOps serves /metrics, /healthz, /readyz and /status until the
 // returned function is called. When addr is in use and fallback is set
 // (addr is the default, not one the user gave), it warns and serves on a
 // free port of the same host instead.
@@ -222,16 +289,31 @@ func serveOps(addr string, fallback bool, reg *prometheus.Registry, runner opsVi
 		if !runner.Ready() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			for _, p := range runner.Pipes() {
-				switch {
-				case p.LastError() != nil:
-					fmt.Fprintf(w, "%s: not ready: %v\n", p.Name(), p.LastError())
-				case !p.Ready():
-					fmt.Fprintf(w, "%s: not ready\n", p.Name())
+				if h := healthOf(p, runner.Secrets(p.Name())); !h.Ready {
+					if h.LastError != "" {
+						fmt.Fprintf(w, "%s: not ready: %s\n", h.Name, h.LastError)
+					} else {
+						fmt.Fprintf(w, "%s: not ready (%s)\n", h.Name, h.State)
+					}
 				}
 			}
 			return
 		}
 		fmt.Fprintln(w, "ready")
+	})
+	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		report := struct {
+			Ready bool         `json:"ready"`
+			Pipes []pipeHealth `json:"pipes"`
+		}{Ready: runner.Ready(), Pipes: []pipeHealth{}}
+		for _, p := range runner.Pipes() {
+			report.Pipes = append(report.Pipes, healthOf(p, runner.Secrets(p.Name())))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(report)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
