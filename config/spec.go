@@ -125,13 +125,40 @@ type Source struct {
 	// and policies from: "" means http://<amqp host>:15672 with the same
 	// credentials, "off" not to use it. Key `management_url`.
 	ManagementURL string
-	// DeadLetterExchange and DeliveryLimit stand in for what the
-	// management API would tell, when it cannot be used. Keys
-	// `dead_letter_exchange`, `delivery_limit`.
-	DeadLetterExchange string
-	DeliveryLimit      int
+	// DeadLetterExchange, DeadLetterRoutingKey and DeliveryLimit stand in
+	// for what the management API would tell (the queue's
+	// x-dead-letter-exchange, x-dead-letter-routing-key and
+	// x-delivery-limit), when it cannot be used. Keys
+	// `dead_letter_exchange`, `dead_letter_routing_key`, `delivery_limit`.
+	// The default exchange is spelt "amq.default", or "" with a routing
+	// key (RabbitMQ's own x-dead-letter-exchange ""): "" without one is
+	// no dead-letter exchange. Use DeadLetter to read them.
+	DeadLetterExchange   string
+	DeadLetterRoutingKey string
+	DeliveryLimit        int
 
 	Pos Pos
+}
+
+// DefaultExchange is how dead_letter_exchange names RabbitMQ's default
+// exchange (the management API's name for it, which no exchange can be
+// declared with).
+const DefaultExchange = "amq.default"
+
+// DeadLetter is the dead-letter exchange and routing key that a rabbitmq
+// source's fallback keys describe: exchange "" is the default exchange
+// (dead_letter_exchange "amq.default", or "" with a
+// dead_letter_routing_key); ok is false when they describe none.
+func (s Source) DeadLetter() (exchange, routingKey string, ok bool) {
+	switch {
+	case s.DeadLetterExchange == DefaultExchange:
+		return "", s.DeadLetterRoutingKey, true
+	case s.DeadLetterExchange != "":
+		return s.DeadLetterExchange, s.DeadLetterRoutingKey, true
+	case s.DeadLetterRoutingKey != "":
+		return "", s.DeadLetterRoutingKey, true
+	}
+	return "", "", false
 }
 
 // IsFIFO reports whether the source is a FIFO queue: a memory source with

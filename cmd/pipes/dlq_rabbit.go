@@ -27,7 +27,8 @@ func openRabbitDLQ(ctx context.Context, spec config.Pipe, f dlqFlags) (*rabbit.B
 	if f.queue != "" {
 		return b, f.queue, nil
 	}
-	found, err := b.FindDLQ(ctx, src.Queue, src.DeadLetterExchange)
+	dlx, key, set := src.DeadLetter()
+	found, err := b.FindDLQ(ctx, src.Queue, rabbit.Fallback{Exchange: dlx, RoutingKey: key, Set: set})
 	if err != nil {
 		_ = b.Close()
 		if errors.Is(err, rabbit.ErrNoDLQ) {
