@@ -227,6 +227,7 @@ func (d *decoder) source(b *block, pipeName string) Source {
 	case "rabbitmq":
 		b.only("only for memory sources", "fifo", "preload", "redrive_policy")
 		b.only("only for sqs and memory sources", "queue_url", "queue_arn", "queue_name", "region", "endpoint", "visibility_timeout", "wait_time")
+		s.WaitTime = 0 // a long poll's wait: RabbitMQ pushes, it has none to set
 		d.rabbitSource(b, &s)
 	}
 	if s.Type != "rabbitmq" {

@@ -69,7 +69,7 @@ type Source struct {
 	BatchWindow       time.Duration // 0..300s
 	MaxConcurrency    int           // 2..1000, default 1000
 	VisibilityTimeout time.Duration // 0 = the queue's own; else 1s..12h
-	WaitTime          time.Duration // 0..20s, default 20s
+	WaitTime          time.Duration // 0..20s, default 20s (sqs, memory; 0 for rabbitmq)
 
 	// InitialConcurrency is the number of concurrent batches a pipe starts
 	// with (default 5, at most MaxConcurrency). Key `initial_concurrency`.

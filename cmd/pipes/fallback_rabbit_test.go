@@ -109,6 +109,12 @@ func TestFallbackKeysDescribeTheQueueThatSendCreates(t *testing.T) {
 			if strings.Contains(stderr, "no dead-letter exchange") || strings.Contains(stderr, "no redrive policy") {
 				t.Errorf("the fallback keys name a dead-letter exchange, yet a warning says there is none:\n%s", stderr)
 			}
+			if strings.Contains(stderr, "visibility timeout") {
+				t.Errorf("a visibility-timeout warning on a RabbitMQ pipe (the target's timeout is 20 s):\n%s", stderr)
+			}
+			if n := strings.Count(stderr, `msg="batch failed"`); n < 1 || strings.Contains(stderr, `msg="message failed"`) {
+				t.Errorf("%d `batch failed` lines and per-message lines at the default level:\n%s", n, stderr)
+			}
 			target.mu.Lock()
 			ok, bad := fmt.Sprint(target.ok), target.bad
 			target.mu.Unlock()

@@ -159,7 +159,7 @@ func (s *Source) checkKeyQueue(conn *amqp.Connection, queue string) {
 
 // sourceInfo is what the pipe is told of the queue.
 func (s *Source) sourceInfo(f queueFacts) pipe.SourceInfo {
-	info := pipe.SourceInfo{ARN: s.arn, VisibilityTimeout: VisibilityTimeout, MaxReceiveCount: s.cfg.MaxReceiveCount}
+	info := pipe.SourceInfo{ARN: s.arn, VisibilityTimeout: VisibilityTimeout, MaxReceiveCount: s.cfg.MaxReceiveCount, OwnAdvice: true}
 	if f.DeliveryLimit > 0 && (info.MaxReceiveCount == 0 || f.DeliveryLimit < info.MaxReceiveCount) {
 		info.MaxReceiveCount = f.DeliveryLimit
 	}

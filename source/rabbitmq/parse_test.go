@@ -229,6 +229,9 @@ func TestFallbackKeysSpellTheDefaultExchangeAsRabbitMQDoes(t *testing.T) {
 				t.Errorf("fallbackFacts = %+v, want %+v", got, tt.want)
 			}
 			info := s.sourceInfo(s.fallbackFacts())
+			if !info.OwnAdvice {
+				t.Error("SourceInfo.OwnAdvice is false: the pipe would add the AWS advice to the source's own")
+			}
 			if tt.want.HasDLX && tt.want.DeadLetterExchange == "" && info.DeadLetterARN != DefaultExchange {
 				t.Errorf("SourceInfo.DeadLetterARN = %q, want %s", info.DeadLetterARN, DefaultExchange)
 			}
