@@ -17,8 +17,9 @@ func newRabbitSource(_ context.Context, s config.Pipe, env *Env) (pipe.Source, e
 		URL: src.URL, Queue: src.Queue, Prefetch: src.Prefetch,
 		BatchSize: src.BatchSize, MaxConcurrency: src.MaxConcurrency,
 		MaxReceiveCount: src.MaxReceiveCount, ManagementURL: src.ManagementURL,
-		DeadLetterExchange: src.DeadLetterExchange, DeliveryLimit: src.DeliveryLimit,
-		Logger: env.Logger.With("pipe", s.Name),
+		DeadLetterExchange: src.DeadLetterExchange, DeadLetterRoutingKey: src.DeadLetterRoutingKey,
+		DeliveryLimit: src.DeliveryLimit,
+		Logger:        env.Logger.With("pipe", s.Name),
 	})
 }
 

@@ -295,3 +295,33 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+func TestSourceDeadLetterReadsTheFallbackKeys(t *testing.T) {
+	tests := []struct {
+		name           string
+		keys           string
+		wantX, wantKey string
+		wantOK         bool
+	}{
+		{"no keys name no dead-letter exchange", "", "", "", false},
+		{`"" alone is no dead-letter exchange, as before`, `dead_letter_exchange: ""`, "", "", false},
+		{"a named exchange", "dead_letter_exchange: orders-dlx", "orders-dlx", "", true},
+		{"a named exchange with a routing key", "dead_letter_exchange: orders-dlx\n  dead_letter_routing_key: dead", "orders-dlx", "dead", true},
+		{"amq.default is the default exchange", "dead_letter_exchange: amq.default\n  dead_letter_routing_key: orders-dlq", "", "orders-dlq", true},
+		{`"" with a routing key is the default exchange`, "dead_letter_exchange: \"\"\n  dead_letter_routing_key: orders-dlq", "", "orders-dlq", true},
+		{"a routing key alone is the default exchange", "dead_letter_routing_key: orders-dlq", "", "orders-dlq", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := parseOne(t, "name: p\nsource:\n  type: rabbitmq\n  url: amqp://h/\n  queue: orders\n  "+tt.keys+"\ntarget:\n  type: stdout\n")
+			x, key, ok := p.Source.DeadLetter()
+			if x != tt.wantX || key != tt.wantKey || ok != tt.wantOK {
+				t.Errorf("DeadLetter() = %q, %q, %v; want %q, %q, %v", x, key, ok, tt.wantX, tt.wantKey, tt.wantOK)
+			}
+		})
+	}
+	ps, err := testLoader().Parse("p.yaml", []byte("name: p\nsource:\n  type: sqs\n  queue_name: q\n  dead_letter_routing_key: k\ntarget:\n  type: stdout\n"))
+	if err == nil || !strings.Contains(err.Error(), "dead_letter_routing_key: only for rabbitmq sources") {
+		t.Errorf("dead_letter_routing_key on an sqs source: %v, %v", ps, err)
+	}
+}

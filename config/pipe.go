@@ -130,7 +130,7 @@ func (d *decoder) pipe(n *yaml.Node, path, dir string) (parsed, bool) {
 		"initial_concurrency", "scale_up_per_minute", "rate_limit", "unwrap", "retry_backoff",
 		"delete_payloads", "s3",
 		"fifo", "preload", "redrive_policy",
-		"url", "queue", "prefetch", "max_receive_count", "management_url", "dead_letter_exchange", "delivery_limit",
+		"url", "queue", "prefetch", "max_receive_count", "management_url", "dead_letter_exchange", "dead_letter_routing_key", "delivery_limit",
 	}); sb != nil {
 		p.Source = d.source(sb, p.Name)
 	}
@@ -227,10 +227,11 @@ func (d *decoder) source(b *block, pipeName string) Source {
 	case "rabbitmq":
 		b.only("only for memory sources", "fifo", "preload", "redrive_policy")
 		b.only("only for sqs and memory sources", "queue_url", "queue_arn", "queue_name", "region", "endpoint", "visibility_timeout", "wait_time")
+		s.WaitTime = 0 // a long poll's wait: RabbitMQ pushes, it has none to set
 		d.rabbitSource(b, &s)
 	}
 	if s.Type != "rabbitmq" {
-		b.only("only for rabbitmq sources", "url", "queue", "prefetch", "max_receive_count", "management_url", "dead_letter_exchange", "delivery_limit")
+		b.only("only for rabbitmq sources", "url", "queue", "prefetch", "max_receive_count", "management_url", "dead_letter_exchange", "dead_letter_routing_key", "delivery_limit")
 	}
 
 	fifo := s.IsFIFO()
@@ -254,6 +255,7 @@ func (d *decoder) rabbitSource(b *block, s *Source) {
 	s.MaxReceiveCount = b.integer("max_receive_count", 0, 0, 1000)
 	s.ManagementURL = b.str("management_url")
 	s.DeadLetterExchange = b.str("dead_letter_exchange")
+	s.DeadLetterRoutingKey = b.str("dead_letter_routing_key")
 	s.DeliveryLimit = b.integer("delivery_limit", 0, 0, 1000000)
 	if !b.has("url") {
 		d.errorf(b.pos, b.path, "url is required for a rabbitmq source")
@@ -267,6 +269,12 @@ func (d *decoder) rabbitSource(b *block, s *Source) {
 	}
 	if m := s.ManagementURL; m != "" && m != "off" {
 		b.checkHTTPURL("management_url", m)
+	}
+	if n := len(s.DeadLetterExchange); n > 255 {
+		d.errorf(b.at("dead_letter_exchange"), b.field("dead_letter_exchange"), "must be at most 255 bytes")
+	}
+	if n := len(s.DeadLetterRoutingKey); n > 255 {
+		d.errorf(b.at("dead_letter_routing_key"), b.field("dead_letter_routing_key"), "must be at most 255 bytes")
 	}
 }
 

@@ -69,7 +69,7 @@ type Source struct {
 	BatchWindow       time.Duration // 0..300s
 	MaxConcurrency    int           // 2..1000, default 1000
 	VisibilityTimeout time.Duration // 0 = the queue's own; else 1s..12h
-	WaitTime          time.Duration // 0..20s, default 20s
+	WaitTime          time.Duration // 0..20s, default 20s (sqs, memory; 0 for rabbitmq)
 
 	// InitialConcurrency is the number of concurrent batches a pipe starts
 	// with (default 5, at most MaxConcurrency). Key `initial_concurrency`.
@@ -125,13 +125,40 @@ type Source struct {
 	// and policies from: "" means http://<amqp host>:15672 with the same
 	// credentials, "off" not to use it. Key `management_url`.
 	ManagementURL string
-	// DeadLetterExchange and DeliveryLimit stand in for what the
-	// management API would tell, when it cannot be used. Keys
-	// `dead_letter_exchange`, `delivery_limit`.
-	DeadLetterExchange string
-	DeliveryLimit      int
+	// DeadLetterExchange, DeadLetterRoutingKey and DeliveryLimit stand in
+	// for what the management API would tell (the queue's
+	// x-dead-letter-exchange, x-dead-letter-routing-key and
+	// x-delivery-limit), when it cannot be used. Keys
+	// `dead_letter_exchange`, `dead_letter_routing_key`, `delivery_limit`.
+	// The default exchange is spelt "amq.default", or "" with a routing
+	// key (RabbitMQ's own x-dead-letter-exchange ""): "" without one is
+	// no dead-letter exchange. Use DeadLetter to read them.
+	DeadLetterExchange   string
+	DeadLetterRoutingKey string
+	DeliveryLimit        int
 
 	Pos Pos
+}
+
+// DefaultExchange is how dead_letter_exchange names RabbitMQ's default
+// exchange (the management API's name for it, which no exchange can be
+// declared with).
+const DefaultExchange = "amq.default"
+
+// DeadLetter is the dead-letter exchange and routing key that a rabbitmq
+// source's fallback keys describe: exchange "" is the default exchange
+// (dead_letter_exchange "amq.default", or "" with a
+// dead_letter_routing_key); ok is false when they describe none.
+func (s Source) DeadLetter() (exchange, routingKey string, ok bool) {
+	switch {
+	case s.DeadLetterExchange == DefaultExchange:
+		return "", s.DeadLetterRoutingKey, true
+	case s.DeadLetterExchange != "":
+		return s.DeadLetterExchange, s.DeadLetterRoutingKey, true
+	case s.DeadLetterRoutingKey != "":
+		return "", s.DeadLetterRoutingKey, true
+	}
+	return "", "", false
 }
 
 // IsFIFO reports whether the source is a FIFO queue: a memory source with

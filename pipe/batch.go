@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 )
 
@@ -555,74 +554,4 @@ func (p *Pipe) countFailure(stage string) {
 	default:
 		p.met.failedOther.Inc()
 	}
-}
-
-// execLog writes the execution logs at Pipes' levels: off, error (failures
-// only), info (and batch summaries), trace (and every event).
-type execLog struct {
-	log     *slog.Logger
-	level   int
-	payload bool
-}
-
-const (
-	levelOff = iota
-	levelError
-	levelInfo
-	levelTrace
-)
-
-func newExecLog(log *slog.Logger, level string, payload bool) execLog {
-	l := levelError
-	switch level {
-	case "off":
-		l = levelOff
-	case "info":
-		l = levelInfo
-	case "trace":
-		l = levelTrace
-	}
-	return execLog{log: log, level: l, payload: payload}
-}
-
-func (e execLog) invoking(ctx context.Context, events []*Event) {
-	if e.level < levelTrace {
-		return
-	}
-	for _, ev := range events {
-		attrs := e.step(ctx, stepTargetInvocationStarted, "message_id", ev.ID(), "receive_count", ev.Message.ReceiveCount())
-		if e.payload {
-			attrs = append(attrs, "payload", string(ev.PayloadBytes()))
-		}
-		e.log.Log(ctx, slog.LevelDebug, "target invocation", attrs...)
-	}
-}
-
-func (e execLog) itemFailed(ctx context.Context, m *Message, stage string, err error) {
-	if e.level < levelError {
-		return
-	}
-	e.log.Log(ctx, slog.LevelError, "message failed", e.step(ctx, stepOfFailure(stage), "message_id", m.MessageID, "stage", stage,
-		"receive_count", m.ReceiveCount(), "error", err, "pipesError", logError{err})...)
-}
-
-func (e execLog) batchFailed(ctx context.Context, n int, err error) {
-	if e.level < levelError {
-		return
-	}
-	e.log.Log(ctx, slog.LevelError, "batch failed", e.step(ctx, stepExecutionFailed, "messages", n, "error", err, "pipesError", logError{err})...)
-}
-
-func (e execLog) batchDone(ctx context.Context, n, ok, failed int, took time.Duration) {
-	if e.level < levelInfo {
-		return
-	}
-	step := stepExecutionSucceeded
-	switch {
-	case failed > 0 && failed == n:
-		step = stepExecutionFailed
-	case failed > 0:
-		step = stepExecutionPartiallyFailed
-	}
-	e.log.Log(ctx, slog.LevelInfo, "batch done", e.step(ctx, step, "messages", n, "settled_ok", ok, "failed", failed, "duration", took.String())...)
 }

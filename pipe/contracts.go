@@ -112,6 +112,17 @@ type SourceInfo struct {
 	MaxReceiveCount int
 	// DeadLetterARN is the redrive policy's dead-letter queue, "" without one.
 	DeadLetterARN string
+	// OwnAdvice is true when the source logs its own advice on how its
+	// queue dead-letters (RabbitMQ: its dead-letter exchange and delivery
+	// limit) and deliveries are no leases that a crash waits out: the
+	// pipe then gives none of the AWS advice on redrive policies and
+	// visibility timeouts.
+	OwnAdvice bool
+	// InProcess is true for a queue that lives in the process (the memory
+	// source): a crash loses it, so the pipe gives no advice on its
+	// visibility timeout, and it warns of a missing redrive policy at the
+	// first failed message rather than at start.
+	InProcess bool
 }
 
 // SettleError reports the messages a source could not settle, keyed by

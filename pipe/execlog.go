@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
+	"time"
 )
 
 // The messageType values of the execution logs: Pipes' execution steps
@@ -40,7 +42,8 @@ func stepOfFailure(stage string) string {
 // one per batch, a random UUID), for the execution logs.
 type execCtx struct {
 	context.Context
-	id [16]byte
+	id    [16]byte
+	fails failures
 }
 
 // execKey is the context key of the batch's execCtx.
@@ -142,4 +145,183 @@ func (l logError) LogValue() slog.Value {
 		attrs = append(attrs, slog.String("requestId", s.ServiceRequestID()))
 	}
 	return slog.GroupValue(attrs...)
+}
+
+// execLog writes the execution logs at Pipes' levels: off, error (failures
+// only), info (and batch summaries), trace (and every event). A batch
+// with failures gives one error line (`batch failed`: how many, the first
+// ids, the first error); each failed message its own line at debug.
+type execLog struct {
+	log     *slog.Logger
+	level   int
+	payload bool
+	// advice is a warning held back until a message first fails; shared
+	// by the copies of the execLog.
+	advice *heldWarning
+}
+
+const (
+	levelOff = iota
+	levelError
+	levelInfo
+	levelTrace
+)
+
+// maxFailedIDs is how many message ids a `batch failed` line names.
+const maxFailedIDs = 5
+
+func newExecLog(log *slog.Logger, level string, payload bool) execLog {
+	l := levelError
+	switch level {
+	case "off":
+		l = levelOff
+	case "info":
+		l = levelInfo
+	case "trace":
+		l = levelTrace
+	}
+	return execLog{log: log, level: l, payload: payload, advice: &heldWarning{}}
+}
+
+// heldWarning is a runner warning said once, at the first failed message,
+// rather than at start: about a queue where it only matters once
+// something fails (an in-process outbox that nothing fails into needs no
+// redrive policy). Safe for concurrent use.
+type heldWarning struct {
+	mu  sync.Mutex
+	msg string // "" none, or said already
+}
+
+// holdUntilFailure makes msg the warning said at the first failure.
+func (e execLog) holdUntilFailure(msg string) {
+	if e.advice == nil {
+		return
+	}
+	e.advice.mu.Lock()
+	e.advice.msg = msg
+	e.advice.mu.Unlock()
+}
+
+// sayHeld logs the held warning, once.
+func (e execLog) sayHeld(ctx context.Context) {
+	if e.advice == nil || e.log == nil {
+		return
+	}
+	e.advice.mu.Lock()
+	msg := e.advice.msg
+	e.advice.msg = ""
+	e.advice.mu.Unlock()
+	if msg != "" {
+		e.log.Log(ctx, slog.LevelWarn, msg)
+	}
+}
+
+// failures are what the batch of an execCtx has failed so far, for its
+// one `batch failed` line.
+type failures struct {
+	mu        sync.Mutex
+	n         int
+	ids       []string // the first maxFailedIDs
+	stage     string   // of the first failure
+	err       error    // the first failure's
+	targetErr error    // the whole batch's, when the target call failed
+}
+
+// failuresOf returns the failures of ctx's batch, nil when the execution
+// logs are off.
+func failuresOf(ctx context.Context) *failures {
+	c, _ := ctx.Value(execKey{}).(*execCtx)
+	if c == nil {
+		return nil
+	}
+	return &c.fails
+}
+
+func (e execLog) invoking(ctx context.Context, events []*Event) {
+	if e.level < levelTrace {
+		return
+	}
+	for _, ev := range events {
+		attrs := e.step(ctx, stepTargetInvocationStarted, "message_id", ev.ID(), "receive_count", ev.Message.ReceiveCount())
+		if e.payload {
+			attrs = append(attrs, "payload", string(ev.PayloadBytes()))
+		}
+		e.log.Log(ctx, slog.LevelDebug, "target invocation", attrs...)
+	}
+}
+
+// itemFailed notes a message's failure for its batch's `batch failed`
+// line and logs it on its own at debug level.
+func (e execLog) itemFailed(ctx context.Context, m *Message, stage string, err error) {
+	if e.level < levelError {
+		return
+	}
+	if f := failuresOf(ctx); f != nil {
+		f.mu.Lock()
+		if f.n == 0 {
+			f.stage, f.err = stage, err
+		}
+		f.n++
+		if len(f.ids) < maxFailedIDs {
+			f.ids = append(f.ids, m.MessageID)
+		}
+		f.mu.Unlock()
+	}
+	e.log.Log(ctx, slog.LevelDebug, "message failed", e.step(ctx, stepOfFailure(stage), "message_id", m.MessageID, "stage", stage,
+		"receive_count", m.ReceiveCount(), "error", err, "pipesError", logError{err})...)
+}
+
+// batchFailed notes that the batch's target call failed as a whole, for
+// its `batch failed` line.
+func (e execLog) batchFailed(ctx context.Context, n int, err error) {
+	if e.level < levelError {
+		return
+	}
+	if f := failuresOf(ctx); f != nil {
+		f.mu.Lock()
+		f.targetErr = err
+		f.mu.Unlock()
+	}
+}
+
+// batchDone ends the batch's execution logs: one `batch failed` line at
+// error level when anything failed (the count, the first ids, the
+// target's error or the first message's), and `batch done` at info.
+func (e execLog) batchDone(ctx context.Context, n, ok, failed int, took time.Duration) {
+	if failed > 0 {
+		e.sayHeld(ctx)
+	}
+	if e.level < levelError {
+		return
+	}
+	step := stepExecutionSucceeded
+	switch {
+	case failed > 0 && failed == n:
+		step = stepExecutionFailed
+	case failed > 0:
+		step = stepExecutionPartiallyFailed
+	}
+	if f := failuresOf(ctx); f != nil {
+		f.mu.Lock()
+		nf, ids, stage, err := f.n, f.ids, f.stage, f.err
+		if f.targetErr != nil {
+			err, stage = f.targetErr, "target"
+		}
+		f.mu.Unlock()
+		if nf > 0 || err != nil {
+			mt := step
+			if f.targetErr != nil || mt == stepExecutionSucceeded {
+				mt = stepExecutionFailed
+			}
+			attrs := e.step(ctx, mt, "messages", n, "failed", nf, "message_ids", ids, "stage", stage)
+			if err != nil {
+				attrs = append(attrs, "error", err, "pipesError", logError{err})
+			}
+			e.log.Log(ctx, slog.LevelError, "batch failed", attrs...)
+		}
+	}
+	if e.level < levelInfo {
+		return
+	}
+	e.log.Log(ctx, slog.LevelInfo, "batch done", e.step(ctx, step, "messages", n, "settled_ok", ok, "failed", failed, "duration", took.String())...)
 }

@@ -183,7 +183,7 @@ func TestExecutionLogsShowAnErrorAsItsMessageInText(t *testing.T) {
 	})
 	runDrain(t, pipe.Options{Name: "text", Source: drainable{q}, Target: target, Logger: log, LogLevel: "error"})
 	out := buf.String()
-	if !strings.Contains(out, `error="connection refused"`) || !strings.Contains(out, "messageType=TargetInvocationFailed") || !strings.Contains(out, "executionId=") {
+	if !strings.Contains(out, `msg="batch failed"`) || !strings.Contains(out, `error="connection refused"`) || !strings.Contains(out, "messageType=ExecutionFailed") || !strings.Contains(out, "executionId=") {
 		t.Errorf("text log:\n%s", out)
 	}
 }

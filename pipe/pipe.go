@@ -504,13 +504,17 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 
 // adviseOnQueue logs the AWS recommendations the queue does not meet.
 func (p *Pipe) adviseOnQueue(info SourceInfo) {
-	if info.MaxReceiveCount == 0 && info.DeadLetterARN == "" {
+	switch {
+	case info.OwnAdvice:
+	case info.MaxReceiveCount == 0 && info.DeadLetterARN == "" && info.InProcess:
+		p.exec.holdUntilFailure("the source queue has no redrive policy: failed messages are retried until they succeed; set one with a dead-letter queue")
+	case info.MaxReceiveCount == 0 && info.DeadLetterARN == "":
 		p.log.Warn("the source queue has no redrive policy: failed messages will be retried until they expire; set one with a dead-letter queue")
-	} else if info.MaxReceiveCount > 0 && info.MaxReceiveCount < 5 {
+	case info.MaxReceiveCount > 0 && info.MaxReceiveCount < 5:
 		p.log.Warn("the source queue's maxReceiveCount is below 5, the AWS recommendation: throttled retries may dead-letter messages early",
 			"max_receive_count", info.MaxReceiveCount)
 	}
-	if t := p.opt.TargetTimeout; t > 0 && info.VisibilityTimeout > 0 && info.VisibilityTimeout < 6*t {
+	if t := p.opt.TargetTimeout; !info.OwnAdvice && !info.InProcess && t > 0 && info.VisibilityTimeout > 0 && info.VisibilityTimeout < 6*t {
 		p.log.Warn("the visibility timeout is shorter than 6 × the target timeout (the AWS recommendation); the heartbeat extends it, but a crash would redeliver sooner",
 			"visibility_timeout", info.VisibilityTimeout.String(), "target_timeout", t.String())
 	}

@@ -54,7 +54,11 @@ type Entry struct {
 	// MessageGroupID is its FIFO message group, if any.
 	MessageGroupID string `json:"messageGroupId,omitempty"`
 	// Body and MessageAttributes are, in a dry run, what would be sent.
+	// From a RabbitMQ queue Body is set only when the body is UTF-8 text
+	// (JSON cannot hold other bytes), and Data always holds it, base64 in
+	// JSON, as the Pipes RabbitMQ records of `pipes dlq inspect` do.
 	Body              string                           `json:"body,omitempty"`
+	Data              []byte                           `json:"data,omitempty"`
 	MessageAttributes map[string]pipe.MessageAttribute `json:"messageAttributes,omitempty"`
 	// Headers are, in a dry run from a RabbitMQ queue, the AMQP headers
 	// that would be sent, as Pipes RabbitMQ records show them (SQS runs

@@ -165,7 +165,8 @@ func (q *rabbitQueues) dial(ctx context.Context) (*rabbit.Broker, string, string
 	if err != nil {
 		return nil, "", "", err
 	}
-	found, err := b.FindDLQ(ctx, src.Queue, src.DeadLetterExchange)
+	dlx, key, set := src.DeadLetter()
+	found, err := b.FindDLQ(ctx, src.Queue, rabbit.Fallback{Exchange: dlx, RoutingKey: key, Set: set})
 	if errors.Is(err, rabbit.ErrNoDLQ) {
 		return b, "", "no dead-letter queue found (pipes dlq --queue names one)", nil
 	}

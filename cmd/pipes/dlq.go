@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
@@ -82,13 +83,26 @@ func newDLQCmd(stdout, stderr io.Writer) *cobra.Command {
 func newDLQInspectCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f dlqFlags
 	var maxMsgs int
+	var format string
 	cmd := &cobra.Command{
-		Use:   "inspect -f FILE [--pipe NAME] [--max 10] [--queue-url URL | --queue NAME] [--region R] [--profile P] [--endpoint URL]",
-		Short: "Show a pipe's dead-letter queue: its counts, and up to --max messages as Pipes SQS or RabbitMQ records",
-		Long: `For an sqs source it prints the dead-letter queue's approximate counts on
-standard error and up to --max of its messages on standard output, one Pipes
-SQS record per line (messageId, body, attributes, messageAttributes with the
-ErrorCode, ErrorMessage and pipes-* context the dead-letter stage adds, ...).
+		Use:   "inspect -f FILE [--pipe NAME] [--max 10] [--format text|json] [--queue-url URL | --queue NAME] [--region R] [--profile P] [--endpoint URL]",
+		Short: "Show a pipe's dead-letter queue: its counts, and up to --max messages as text or (--format json) Pipes SQS or RabbitMQ records",
+		Long: `It prints the dead-letter queue's counts on standard error and up to --max
+of its messages on standard output.
+
+By default (--format text) each message is a block of lines for a person: its
+id, its body (the text, quoted, non-printable characters escaped, cut after
+200 bytes; binary bodies as "(binary)" and their first bytes in hex), for
+RabbitMQ each x-death entry (queue, reason, count, first time; the last time
+when the broker records it) and x-pipes-attempts, for SQS the receive count
+and the age, then the failure context pipes' dead-letter stage adds
+(ErrorCode, ErrorMessage, pipes-*) and the other headers or message
+attributes. The layout may change; scripts should use --format json.
+
+--format json prints one Pipes record per line, as before this flag existed:
+for an sqs source Pipes SQS records (messageId, body, attributes,
+messageAttributes with the ErrorCode, ErrorMessage and pipes-* context the
+dead-letter stage adds, ...), for a rabbitmq source Pipes RabbitMQ records.
 
 SQS has no peek: inspecting receives the messages, which raises their
 ApproximateReceiveCount, keeps them hidden while it reads on (so each is shown
@@ -97,8 +111,9 @@ dies first, they reappear within 30 s.
 
 For a rabbitmq source it prints the ready count (a passive declare) and the
 unacked count (from the management API, when it can be used), then up to --max
-messages from the head of the queue as Pipes RabbitMQ records (basicProperties
-with every header, x-death included; data the body in base64). They are not
+messages from the head of the queue (with --format json as Pipes RabbitMQ
+records: basicProperties with every header, x-death included; data the body in
+base64). They are not
 consumed: it reads them with basic.get without ack on a channel of its own and
 requeues them all before it exits (closing the channel, or the connection if
 it dies, does the same), so the queue keeps its count and its order; the
@@ -107,11 +122,15 @@ broker flags them redelivered.
 ` + dlqFinding,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return inspectDLQ(cmd.Context(), f, maxMsgs, stdout, stderr)
+			if format != "text" && format != "json" {
+				return usageErr(fmt.Errorf("--format: %q is not one of text, json", format))
+			}
+			return inspectDLQ(cmd.Context(), f, maxMsgs, format == "json", stdout, stderr)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().IntVar(&maxMsgs, "max", 10, "the most messages to show")
+	cmd.Flags().StringVar(&format, "format", "text", "text (for people) or json (one Pipes record per line, for scripts)")
 	return cmd
 }
 
@@ -292,7 +311,7 @@ func deadLetterTargetURL(spec config.Pipe) string {
 	return spec.DeadLetter.Target.QueueURL
 }
 
-func inspectDLQ(ctx context.Context, f dlqFlags, maxMsgs int, stdout, stderr io.Writer) error {
+func inspectDLQ(ctx context.Context, f dlqFlags, maxMsgs int, asJSON bool, stdout, stderr io.Writer) error {
 	if maxMsgs < 1 {
 		return usageErr(fmt.Errorf("--max must be at least 1, got %d", maxMsgs))
 	}
@@ -301,7 +320,7 @@ func inspectDLQ(ctx context.Context, f dlqFlags, maxMsgs int, stdout, stderr io.
 		return err
 	}
 	if spec.Source.Type == "rabbitmq" {
-		return inspectRabbitDLQ(ctx, spec, f, maxMsgs, stdout, stderr)
+		return inspectRabbitDLQ(ctx, spec, f, maxMsgs, asJSON, stdout, stderr)
 	}
 	q, err := openDLQ(ctx, spec, f, false)
 	if err != nil {
@@ -314,8 +333,15 @@ func inspectDLQ(ctx context.Context, f dlqFlags, maxMsgs int, stdout, stderr io.
 	fmt.Fprintf(stderr, "dead-letter queue %s: %d visible, %d in flight, %d delayed (approximate)\n", q.dlq, counts.Visible, counts.InFlight, counts.Delayed)
 	msgs, err := redrive.Inspect(ctx, q.api, q.dlq, redrive.InspectOptions{Max: maxMsgs, ARN: counts.ARN})
 	out := json.NewEncoder(stdout)
+	now := time.Now()
 	for _, m := range msgs {
-		if werr := out.Encode(m); werr != nil {
+		var werr error
+		if asJSON {
+			werr = out.Encode(m)
+		} else {
+			werr = redrive.ViewOfSQS(m).WriteText(stdout, now)
+		}
+		if werr != nil {
 			return runtimeErr(errors.Join(err, fmt.Errorf("writing records: %w", werr)))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/filter"
@@ -27,7 +28,8 @@ func openRabbitDLQ(ctx context.Context, spec config.Pipe, f dlqFlags) (*rabbit.B
 	if f.queue != "" {
 		return b, f.queue, nil
 	}
-	found, err := b.FindDLQ(ctx, src.Queue, src.DeadLetterExchange)
+	dlx, key, set := src.DeadLetter()
+	found, err := b.FindDLQ(ctx, src.Queue, rabbit.Fallback{Exchange: dlx, RoutingKey: key, Set: set})
 	if err != nil {
 		_ = b.Close()
 		if errors.Is(err, rabbit.ErrNoDLQ) {
@@ -38,7 +40,7 @@ func openRabbitDLQ(ctx context.Context, spec config.Pipe, f dlqFlags) (*rabbit.B
 	return b, found.Queue, nil
 }
 
-func inspectRabbitDLQ(ctx context.Context, spec config.Pipe, f dlqFlags, maxMsgs int, stdout, stderr io.Writer) error {
+func inspectRabbitDLQ(ctx context.Context, spec config.Pipe, f dlqFlags, maxMsgs int, asJSON bool, stdout, stderr io.Writer) error {
 	b, dlq, err := openRabbitDLQ(ctx, spec, f)
 	if err != nil {
 		return err
@@ -56,10 +58,17 @@ func inspectRabbitDLQ(ctx context.Context, spec config.Pipe, f dlqFlags, maxMsgs
 		unacked = fmt.Sprintf("%d unacked", counts.Unacked)
 	}
 	fmt.Fprintf(stderr, "dead-letter queue %s (vhost %s): %d ready, %s, %d consumers\n", dlq, b.Vhost(), counts.Ready, unacked, counts.Consumers)
-	msgs, err := b.Inspect(ctx, dlq, maxMsgs)
+	msgs, err := b.Peek(ctx, dlq, maxMsgs)
 	out := json.NewEncoder(stdout)
+	now := time.Now()
 	for _, m := range msgs {
-		if werr := out.Encode(m); werr != nil {
+		var werr error
+		if asJSON {
+			werr = out.Encode(m.Record)
+		} else {
+			werr = m.View.WriteText(stdout, now)
+		}
+		if werr != nil {
 			return runtimeErr(errors.Join(err, fmt.Errorf("writing records: %w", werr)))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -80,7 +81,7 @@ func TestDLQInspectThenRedriveOnARabbitMQPipe(t *testing.T) {
 	source, _, dlq := rabbitDeadLetters(t, all...)
 	file := dlqRabbitPipeFile(t, rabbittest.URL(t), source, rabbittest.ManagementURL(t))
 
-	code, stdout, stderr := runCLI(t, "dlq", "inspect", "-f", file, "--max", "3")
+	code, stdout, stderr := runCLI(t, "dlq", "inspect", "-f", file, "--max", "3", "--format", "json")
 	if code != 0 || !strings.Contains(stderr, "dead-letter queue "+dlq) || !strings.Contains(stderr, "4 ready") {
 		t.Fatalf("inspect: exit %d, stderr:\n%s", code, stderr)
 	}
@@ -130,6 +131,79 @@ func TestDLQInspectThenRedriveOnARabbitMQPipe(t *testing.T) {
 	}
 	if left := bodiesOf(rabbittest.Get(t, dlq)); left != all[1]+" "+all[3] {
 		t.Errorf("left %s, want the refunds, in order", left)
+	}
+}
+
+// TestDLQInspectShowsRabbitMQDeadLettersAsText: by default `pipes dlq
+// inspect` prints, per message, its id, its body as quoted text (escaped,
+// cut), or binary in hex, each x-death entry, x-pipes-attempts and the
+// failure context headers; --format json the records as before.
+func TestDLQInspectShowsRabbitMQDeadLettersAsText(t *testing.T) {
+	long := strings.Repeat("é", 150) // 300 bytes: cut at 200
+	bodies := []string{`{"kind":"order"}`, "line one\nline\ttwo\x00\u200b", long, "\xff\xfebin"}
+	source, _, dlq := rabbitDeadLetters(t, bodies...)
+	file := dlqRabbitPipeFile(t, rabbittest.URL(t), source, rabbittest.ManagementURL(t))
+
+	code, stdout, stderr := runCLI(t, "dlq", "inspect", "-f", file)
+	if code != 0 || !strings.Contains(stderr, "dead-letter queue "+dlq) {
+		t.Fatalf("inspect: exit %d, stderr:\n%s", code, stderr)
+	}
+	time := `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`
+	rest := `  x-death: queue ` + regexp.QuoteMeta(source) + `, reason rejected, count 1, first ` + time + `, last not recorded, from exchange \(default\) with routing keys ` + regexp.QuoteMeta(source) + `\n` +
+		`  x-pipes-attempts: 3\n` +
+		`  ErrorCode: "ClientError"\n` +
+		`  pipes-pipe: "orders"\n\n`
+	want := []string{
+		`message m-0\n  body \(16 bytes\): "\{\\"kind\\":\\"order\\"\}"\n` + rest,
+		`message m-1\n  body \(21 bytes\): "line one\\nline\\ttwo\\x00\\u200b"\n` + rest,
+		`message m-2\n  body \(300 bytes\): "` + strings.Repeat("é", 100) + `" … 100 more bytes\n` + rest,
+		`message m-3\n  body \(5 bytes\): \(binary\) fffe62696e\n` + rest,
+	}
+	for i, w := range want {
+		if !regexp.MustCompile(`(?m)^` + w).MatchString(stdout) {
+			t.Errorf("message m-%d is not shown as expected; want /%s/ in:\n%s", i, w, stdout)
+		}
+	}
+	if strings.Contains(stdout, "x-first-death") || strings.Contains(stdout, `"data"`) {
+		t.Errorf("the text view repeats the x-first-death headers or shows a record:\n%s", stdout)
+	}
+
+	code, stdout, _ = runCLI(t, "dlq", "inspect", "-f", file, "--format", "json", "--max", "1")
+	if code != 0 || !strings.HasPrefix(stdout, `{"messageId":"m-0","eventSource":"aws:rmq"`) || strings.Count(stdout, "\n") != 1 {
+		t.Errorf("--format json: exit %d, stdout:\n%s", code, stdout)
+	}
+	code, _, stderr = runCLI(t, "dlq", "inspect", "-f", file, "--format", "yaml")
+	if code != 2 || !strings.Contains(stderr, "--format") {
+		t.Errorf("--format yaml: exit %d, stderr:\n%s", code, stderr)
+	}
+	if n := rabbittest.Count(t, dlq); n != len(bodies) {
+		t.Errorf("after inspect the dead-letter queue has %d messages, want %d", n, len(bodies))
+	}
+
+	// dlq redrive --dry-run gives each body as the records do (data, in
+	// base64), and body only when it is text.
+	code, stdout, stderr = runCLI(t, "dlq", "redrive", "-f", file, "--dry-run")
+	if code != 0 {
+		t.Fatalf("dry run: exit %d, stderr:\n%s", code, stderr)
+	}
+	bin := base64Of("\xff\xfebin")
+	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var e struct {
+			MessageID string  `json:"messageId"`
+			Body      *string `json:"body"`
+			Data      string  `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("dry run line %s: %v", l, err)
+		}
+		i := int(e.MessageID[len(e.MessageID)-1] - '0')
+		if e.Data != base64Of(bodies[i]) || (e.Body == nil) != (i == 3) || (e.Body != nil && *e.Body != bodies[i]) {
+			t.Errorf("dry run entry %s: want data %s and the body only when it is text", l, base64Of(bodies[i]))
+		}
+	}
+	_, stdout, _ = runCLI(t, "dlq", "inspect", "-f", file, "--format", "json")
+	if !strings.Contains(stdout, `"data":"`+bin+`"`) {
+		t.Errorf("inspect --format json lacks data %s:\n%s", bin, stdout)
 	}
 }
 
@@ -195,7 +269,7 @@ func TestDLQOfRabbitMQAsksForTheQueueWhenItCannotTell(t *testing.T) {
 
 	// --queue picks one of them.
 	rabbittest.Publish(t, other, `{"n":9}`)
-	code, stdout, stderr := runCLI(t, "dlq", "inspect", "-f", file, "--queue", other)
+	code, stdout, stderr := runCLI(t, "dlq", "inspect", "-f", file, "--queue", other, "--format", "json")
 	if code != 0 || !strings.Contains(stdout, base64Of(`{"n":9}`)) {
 		t.Fatalf("inspect --queue: exit %d, stdout %s, stderr %s", code, stdout, stderr)
 	}

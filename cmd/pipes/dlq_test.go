@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,7 +41,7 @@ func TestDLQInspectThenRedriveMovesTheDeadLettersBack(t *testing.T) {
 	}
 	file := sqsPipeFile(t, queueURL, endpoint, "http://127.0.0.1:1/")
 
-	code, stdout, stderr := runCLI(t, "dlq", "inspect", "-f", file, "--max", "10")
+	code, stdout, stderr := runCLI(t, "dlq", "inspect", "-f", file, "--max", "10", "--format", "json")
 	if code != 0 || !strings.Contains(stderr, "4 visible") {
 		t.Fatalf("inspect: exit %d, stderr:\n%s", code, stderr)
 	}
@@ -56,6 +57,22 @@ func TestDLQInspectThenRedriveMovesTheDeadLettersBack(t *testing.T) {
 	}
 	if len(lines) != 4 {
 		t.Fatalf("inspect printed %d records, want 4:\n%s", len(lines), stdout)
+	}
+
+	// By default, text: per message its id, body, receive count, age and
+	// attributes, the failure context first.
+	code, stdout, stderr = runCLI(t, "dlq", "inspect", "-f", file, "--max", "10")
+	if code != 0 || !strings.Contains(stderr, "4 visible") {
+		t.Fatalf("inspect as text: exit %d, stderr:\n%s", code, stderr)
+	}
+	block := regexp.MustCompile(`(?m)^message [0-9a-f-]+\n` +
+		`  body \(\d+ bytes\): "\{\\"kind\\":\\"(order|refund)\\",\\"n\\":\d\}"\n` +
+		`  receive count: \d+\n` +
+		`  sent: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(\d+s ago\)\n` +
+		`  ErrorCode: "ClientError"\n` +
+		`  pipes-pipe: "orders"\n\n`)
+	if n := len(block.FindAllString(stdout, -1)); n != 4 {
+		t.Errorf("inspect as text shows %d messages in the expected layout, want 4:\n%s", n, stdout)
 	}
 
 	code, stdout, stderr = runCLI(t, "dlq", "redrive", "-f", file, "--dry-run")
@@ -144,7 +161,7 @@ func TestDLQFlagsOverrideTheSourcesRegionEndpointAndProfile(t *testing.T) {
 		{"without a region nothing can be called", []string{"dlq", "inspect", "-f", file, "--endpoint", endpoint}, 2, "no AWS region", 0, -1},
 		{"a profile that does not exist is named", []string{"dlq", "inspect", "-f", file, "--endpoint", endpoint, "--profile", "nope"}, 2, `profile "nope"`, 0, -1},
 		{"the source's dead endpoint fails", []string{"dlq", "inspect", "-f", file, "--profile", "pipes-test"}, 1, "127.0.0.1:1", 0, -1},
-		{"--profile gives the region and credentials, --endpoint the server", []string{"dlq", "inspect", "-f", file, "--endpoint", endpoint, "--profile", "pipes-test"}, 0, "2 visible", 2, 2},
+		{"--profile gives the region and credentials, --endpoint the server", []string{"dlq", "inspect", "-f", file, "--endpoint", endpoint, "--profile", "pipes-test", "--format", "json"}, 0, "2 visible", 2, 2},
 		{"redrive takes them too", []string{"dlq", "redrive", "-f", file, "--endpoint", endpoint, "--profile", "pipes-test", "--region", "us-east-1", "--rate", "0"}, 0, "2 moved", 2, 0},
 	}
 	for _, tt := range tests {

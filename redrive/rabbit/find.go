@@ -27,32 +27,52 @@ type Found struct {
 	Exchange string
 }
 
+// Fallback is what a pipe's fallback keys (dead_letter_exchange,
+// dead_letter_routing_key) say of its source queue's dead-lettering, for
+// when the management API is off or cannot be reached.
+type Fallback struct {
+	// Exchange is the dead-letter exchange ("" the default exchange) and
+	// RoutingKey its routing key; Set is false when the keys name none.
+	Exchange, RoutingKey string
+	Set                  bool
+}
+
 // FindDLQ finds the dead-letter queue of queue: its effective dead-letter
 // exchange (argument over policy) from the management API, and the one
 // queue bound to that exchange (GET
 // /api/exchanges/{vhost}/{exchange}/bindings/source). A queue that
 // dead-letters to the default exchange with a dead-letter routing key has
-// that routing key's queue. fallbackExchange (the pipe's
-// dead_letter_exchange) is named in the error when the management API is
-// off or cannot be reached, since the bindings cannot be read without it.
-// Errors wrapping ErrNoDLQ say what was found and ask for the queue by
-// name; others are failures of the calls. It blocks.
-func (b *Broker) FindDLQ(ctx context.Context, queue, fallbackExchange string) (Found, error) {
+// that routing key's queue. When the management API is off or cannot be
+// reached, fallback decides: the default exchange with a routing key
+// names the queue without the API; a named exchange is told in the error,
+// since its bindings cannot be read without it. Errors wrapping ErrNoDLQ
+// say what was found and ask for the queue by name; others are failures
+// of the calls. It blocks.
+func (b *Broker) FindDLQ(ctx context.Context, queue string, fallback Fallback) (Found, error) {
+	byKey := fallback.Set && fallback.Exchange == "" && fallback.RoutingKey != ""
 	if b.mgmt == "" {
-		if fallbackExchange != "" {
+		switch {
+		case byKey:
+			return Found{Queue: fallback.RoutingKey}, nil
+		case fallback.Set && fallback.Exchange != "":
 			return Found{}, fmt.Errorf("%w: the dead-letter exchange of queue %s is %s (dead_letter_exchange), but the management API is off and it is needed to list the queues bound to the exchange",
-				ErrNoDLQ, queue, fallbackExchange)
+				ErrNoDLQ, queue, fallback.Exchange)
+		case fallback.Set:
+			return Found{}, fmt.Errorf("%w: queue %s dead-letters to the default exchange (dead_letter_exchange) with each message's own routing key: set dead_letter_routing_key", ErrNoDLQ, queue)
 		}
-		return Found{}, fmt.Errorf("%w: the management API is off, so the dead-letter exchange of queue %s cannot be read", ErrNoDLQ, queue)
+		return Found{}, fmt.Errorf("%w: the management API is off, so the dead-letter exchange of queue %s cannot be read (dead_letter_exchange and dead_letter_routing_key can name it)", ErrNoDLQ, queue)
 	}
 	info, err := b.queueInfo(ctx, queue)
 	if errors.Is(err, errNotFound) {
 		return Found{}, fmt.Errorf("RabbitMQ queue %s does not exist in vhost %s", queue, b.uri.Vhost)
 	}
+	if err != nil && byKey {
+		return Found{Queue: fallback.RoutingKey}, nil // the default exchange routes to the key's queue
+	}
 	if err != nil {
 		hint := ""
-		if fallbackExchange != "" {
-			hint = fmt.Sprintf(" (the pipe's dead_letter_exchange is %s, but listing the queues bound to it needs the API too)", fallbackExchange)
+		if fallback.Set && fallback.Exchange != "" {
+			hint = fmt.Sprintf(" (the pipe's dead_letter_exchange is %s, but listing the queues bound to it needs the API too)", fallback.Exchange)
 		}
 		return Found{}, fmt.Errorf("%w: reading queue %s from the management API at %s%s: %w", ErrNoDLQ, queue, b.mgmt, hint, err)
 	}

@@ -284,20 +284,27 @@ func TestFindDLQ(t *testing.T) {
 	byKey := rabbittest.Name(t, "-bykey")
 	rabbittest.DeclareQueue(t, byKey, rabbittest.QueueOptions{Args: amqp.Table{"x-dead-letter-exchange": ""}, DeadLetterRoutingKey: dlq})
 
+	named := rabbit.Fallback{Exchange: "my-dlx", Set: true}
+	byDefault := rabbit.Fallback{Exchange: "", RoutingKey: dlq, Set: true}
 	tests := []struct {
 		name     string
 		mgmt     string
 		queue    string
-		fallback string
+		fallback rabbit.Fallback
 		want     string
 		wantErr  []string
 	}{
-		{"the one queue bound to the dead-letter exchange", mgmt, source, "", dlq, nil},
-		{"the default exchange with a dead-letter routing key names the queue", mgmt, byKey, "", dlq, nil},
-		{"two queues bound are both named", mgmt, twoSrc, "", "", []string{"2 queues are bound", dlq, other}},
-		{"a queue without a dead-letter exchange says so", mgmt, lone, "", "", []string{"has no dead-letter exchange"}},
-		{"the management API off names the fallback exchange", "off", source, "my-dlx", "", []string{"management API is off", "my-dlx"}},
-		{"the management API unreachable says so", "http://127.0.0.1:1", source, "", "", []string{"management API at http://127.0.0.1:1"}},
+		{"the one queue bound to the dead-letter exchange", mgmt, source, rabbit.Fallback{}, dlq, nil},
+		{"the default exchange with a dead-letter routing key names the queue", mgmt, byKey, rabbit.Fallback{}, dlq, nil},
+		{"the API wins over the fallback keys", mgmt, source, rabbit.Fallback{Exchange: "", RoutingKey: other, Set: true}, dlq, nil},
+		{"two queues bound are both named", mgmt, twoSrc, rabbit.Fallback{}, "", []string{"2 queues are bound", dlq, other}},
+		{"a queue without a dead-letter exchange says so", mgmt, lone, rabbit.Fallback{}, "", []string{"has no dead-letter exchange"}},
+		{"the management API off names the fallback exchange", "off", source, named, "", []string{"management API is off", "my-dlx"}},
+		{"the management API off with the default exchange and a routing key names its queue", "off", byKey, byDefault, dlq, nil},
+		{"the management API off with the default exchange and no routing key asks for one", "off", byKey, rabbit.Fallback{Set: true}, "", []string{"dead_letter_routing_key"}},
+		{"the management API off without fallback keys says they can name it", "off", source, rabbit.Fallback{}, "", []string{"management API is off", "dead_letter_routing_key"}},
+		{"the management API unreachable says so", "http://127.0.0.1:1", source, rabbit.Fallback{}, "", []string{"management API at http://127.0.0.1:1"}},
+		{"the management API unreachable with the default exchange and a routing key names its queue", "http://127.0.0.1:1", byKey, byDefault, dlq, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

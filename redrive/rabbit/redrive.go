@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -151,7 +152,11 @@ func (r *run) one(ctx context.Context, d amqp.Delivery) error {
 	}
 	msg := r.outgoing(d, time.Now())
 	if r.opt.DryRun {
-		r.report(redrive.Entry{MessageID: id, Outcome: redrive.WouldMove, Body: string(d.Body), Headers: rabbitmq.HeadersJSON(msg.Headers)})
+		e := redrive.Entry{MessageID: id, Outcome: redrive.WouldMove, Data: d.Body, Headers: rabbitmq.HeadersJSON(msg.Headers)}
+		if utf8.Valid(d.Body) {
+			e.Body = string(d.Body)
+		}
+		r.report(e)
 		return nil
 	}
 	if err := r.pace.wait(ctx); err != nil {

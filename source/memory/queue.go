@@ -189,6 +189,7 @@ func (q *Queue) Open(ctx context.Context) (pipe.SourceInfo, error) {
 		FIFO:              q.opts.FIFO,
 		VisibilityTimeout: q.opts.VisibilityTimeout,
 		MaxReceiveCount:   q.opts.MaxReceiveCount,
+		InProcess:         true,
 	}
 	if q.opts.DeadLetterQueue != "" {
 		info.DeadLetterARN = arnOf(q.opts.Region, q.opts.DeadLetterQueue)

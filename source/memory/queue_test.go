@@ -608,7 +608,7 @@ func TestBroker(t *testing.T) {
 		}
 		info, _ := src.Open(t.Context())
 		want := pipe.SourceInfo{ARN: "arn:pipes:memory:r:000000000000:src", VisibilityTimeout: 30 * time.Second,
-			MaxReceiveCount: 3, DeadLetterARN: "arn:pipes:memory:r:000000000000:dlq"}
+			MaxReceiveCount: 3, DeadLetterARN: "arn:pipes:memory:r:000000000000:dlq", InProcess: true}
 		if info != want {
 			t.Errorf("info %+v, want %+v", info, want)
 		}

@@ -69,13 +69,11 @@ func (s *Source) Open(ctx context.Context) (pipe.SourceInfo, error) {
 // learn reads the queue's facts from the management API, or returns the
 // fallback keys (and says why).
 func (s *Source) learn(ctx context.Context) (queueFacts, bool) {
-	fallback := queueFacts{DeadLetterExchange: s.cfg.DeadLetterExchange, HasDLX: s.cfg.DeadLetterExchange != "", DeliveryLimit: s.cfg.DeliveryLimit}
-	if fallback.DeliveryLimit > 0 {
-		fallback.Type = "quorum" // only quorum queues have delivery limits
-	}
+	fallback := s.fallbackFacts()
 	if s.mgmt == "" {
-		s.log.Info("the management API is off: the queue's dead-letter exchange and delivery limit are taken from dead_letter_exchange and delivery_limit",
-			"queue", s.cfg.Queue, "dead_letter_exchange", s.cfg.DeadLetterExchange, "delivery_limit", s.cfg.DeliveryLimit)
+		s.log.Info("the management API is off: the queue's dead-letter exchange and delivery limit are taken from dead_letter_exchange, dead_letter_routing_key and delivery_limit",
+			"queue", s.cfg.Queue, "dead_letter_exchange", s.cfg.DeadLetterExchange, "dead_letter_routing_key", s.cfg.DeadLetterRoutingKey,
+			"delivery_limit", s.cfg.DeliveryLimit)
 		return fallback, false
 	}
 	f, err := s.fetchFacts(ctx)
@@ -83,18 +81,45 @@ func (s *Source) learn(ctx context.Context) (queueFacts, bool) {
 		if errors.Is(err, errNotFound) {
 			err = fmt.Errorf("it does not know queue %s in vhost %s", s.cfg.Queue, s.uri.Vhost)
 		}
-		s.log.Warn("the management API cannot be used to read the queue's arguments and policies: "+
-			"its dead-letter exchange and delivery limit are taken from dead_letter_exchange and delivery_limit",
+		s.log.Warn("the management API cannot be used to read the queue's arguments and policies "+
+			"(is the management plugin on? rabbitmq-plugins enable rabbitmq_management): "+
+			"its dead-letter exchange and delivery limit are taken from dead_letter_exchange, dead_letter_routing_key and delivery_limit",
 			"queue", s.cfg.Queue, "management_url", s.mgmt, "error", s.scrub(err),
-			"dead_letter_exchange", s.cfg.DeadLetterExchange, "delivery_limit", s.cfg.DeliveryLimit)
+			"dead_letter_exchange", s.cfg.DeadLetterExchange, "dead_letter_routing_key", s.cfg.DeadLetterRoutingKey,
+			"delivery_limit", s.cfg.DeliveryLimit)
 		return fallback, false
 	}
 	return f, true
 }
 
+// fallbackFacts are the queue's facts as Config's fallback keys describe
+// them: DefaultExchange, or "" with a routing key, is the default
+// exchange; "" without one is none.
+func (s *Source) fallbackFacts() queueFacts {
+	f := queueFacts{DeliveryLimit: s.cfg.DeliveryLimit, DeadLetterRoutingKey: s.cfg.DeadLetterRoutingKey}
+	switch x := s.cfg.DeadLetterExchange; {
+	case x == DefaultExchange:
+		f.HasDLX = true
+	case x != "":
+		f.DeadLetterExchange, f.HasDLX = x, true
+	case s.cfg.DeadLetterRoutingKey != "":
+		f.HasDLX = true
+	default:
+		f.DeadLetterRoutingKey = "" // dead-lettering is off: the key is unused
+	}
+	if f.DeliveryLimit > 0 {
+		f.Type = "quorum" // only quorum queues have delivery limits
+	}
+	return f
+}
+
 // checkExchange checks, on a throwaway channel, that the dead-letter
 // exchange exists: the broker drops what it dead-letters to a missing one.
 func (s *Source) checkExchange(conn *amqp.Connection, f queueFacts) error {
+	if f.HasDLX && f.DeadLetterExchange == "" && f.DeadLetterRoutingKey != "" {
+		s.checkKeyQueue(conn, f.DeadLetterRoutingKey)
+		return nil
+	}
 	if !f.HasDLX || f.DeadLetterExchange == "" {
 		return nil // none, or the default exchange
 	}
@@ -115,9 +140,26 @@ func (s *Source) checkExchange(conn *amqp.Connection, f queueFacts) error {
 	return nil
 }
 
+// checkKeyQueue warns when the queue that the default exchange routes
+// dead letters to (the dead-letter routing key) does not exist: the
+// broker drops them. Only a warning: the queue may be declared later.
+func (s *Source) checkKeyQueue(conn *amqp.Connection, queue string) {
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	_, err = ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	_ = ch.Close()
+	var ae *amqp.Error
+	if errors.As(err, &ae) && ae.Code == amqp.NotFound {
+		s.log.Warn("the dead-letter queue does not exist: the queue dead-letters through the default exchange with this routing key, and the broker drops what it routes nowhere; declare it",
+			"queue", s.cfg.Queue, "dead_letter_queue", queue, "vhost", s.uri.Vhost)
+	}
+}
+
 // sourceInfo is what the pipe is told of the queue.
 func (s *Source) sourceInfo(f queueFacts) pipe.SourceInfo {
-	info := pipe.SourceInfo{ARN: s.arn, VisibilityTimeout: VisibilityTimeout, MaxReceiveCount: s.cfg.MaxReceiveCount}
+	info := pipe.SourceInfo{ARN: s.arn, VisibilityTimeout: VisibilityTimeout, MaxReceiveCount: s.cfg.MaxReceiveCount, OwnAdvice: true}
 	if f.DeliveryLimit > 0 && (info.MaxReceiveCount == 0 || f.DeliveryLimit < info.MaxReceiveCount) {
 		info.MaxReceiveCount = f.DeliveryLimit
 	}

@@ -200,3 +200,41 @@ func TestScrubTakesThePasswordOutButKeepsTheError(t *testing.T) {
 		t.Errorf("management URL %q", s.mgmt)
 	}
 }
+
+// Relies on: nothing of the broker's.
+func TestFallbackKeysSpellTheDefaultExchangeAsRabbitMQDoes(t *testing.T) {
+	tests := []struct {
+		name     string
+		exchange string
+		key      string
+		limit    int
+		want     queueFacts
+	}{
+		{"nothing set is no dead-letter exchange", "", "", 0, queueFacts{}},
+		{"an exchange by name", "orders-dlx", "", 0, queueFacts{DeadLetterExchange: "orders-dlx", HasDLX: true}},
+		{"an exchange by name with a routing key", "orders-dlx", "dead", 0, queueFacts{DeadLetterExchange: "orders-dlx", HasDLX: true, DeadLetterRoutingKey: "dead"}},
+		{"amq.default is the default exchange", DefaultExchange, "orders-dlq", 0, queueFacts{HasDLX: true, DeadLetterRoutingKey: "orders-dlq"}},
+		{"amq.default without a routing key is the default exchange too", DefaultExchange, "", 0, queueFacts{HasDLX: true}},
+		{`"" with a routing key is the default exchange, as x-dead-letter-exchange ""`, "", "orders-dlq", 0, queueFacts{HasDLX: true, DeadLetterRoutingKey: "orders-dlq"}},
+		{"a delivery limit makes the queue quorum", DefaultExchange, "q-dlq", 4, queueFacts{Type: "quorum", HasDLX: true, DeadLetterRoutingKey: "q-dlq", DeliveryLimit: 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(Config{URL: "amqp://guest:guest@127.0.0.1:5672/", Queue: "q", ManagementURL: ManagementOff,
+				DeadLetterExchange: tt.exchange, DeadLetterRoutingKey: tt.key, DeliveryLimit: tt.limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.fallbackFacts(); got != tt.want {
+				t.Errorf("fallbackFacts = %+v, want %+v", got, tt.want)
+			}
+			info := s.sourceInfo(s.fallbackFacts())
+			if !info.OwnAdvice {
+				t.Error("SourceInfo.OwnAdvice is false: the pipe would add the AWS advice to the source's own")
+			}
+			if tt.want.HasDLX && tt.want.DeadLetterExchange == "" && info.DeadLetterARN != DefaultExchange {
+				t.Errorf("SourceInfo.DeadLetterARN = %q, want %s", info.DeadLetterARN, DefaultExchange)
+			}
+		})
+	}
+}

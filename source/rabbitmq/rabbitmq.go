@@ -143,6 +143,9 @@ const (
 	AttemptsHeader = "x-pipes-attempts"
 	// ManagementOff is the ManagementURL that turns the management API off.
 	ManagementOff = "off"
+	// DefaultExchange is how Config.DeadLetterExchange names RabbitMQ's
+	// default exchange ("" with a routing key does too).
+	DefaultExchange = "amq.default"
 )
 
 // Config says which queue a Source consumes and how.
@@ -167,10 +170,16 @@ type Config struct {
 	// http://<amqp host>:15672 with the AMQP URL's credentials, "off" not
 	// to use it. Credentials in it are used for it alone.
 	ManagementURL string
-	// DeadLetterExchange and DeliveryLimit stand in for what the management
-	// API would tell when it is off or cannot be reached.
-	DeadLetterExchange string
-	DeliveryLimit      int
+	// DeadLetterExchange, DeadLetterRoutingKey and DeliveryLimit stand in
+	// for what the management API would tell when it is off or cannot be
+	// reached (the queue's x-dead-letter-exchange,
+	// x-dead-letter-routing-key and x-delivery-limit). The default
+	// exchange is DefaultExchange ("amq.default"), or "" with a routing
+	// key, as RabbitMQ spells it; "" without one means no dead-letter
+	// exchange.
+	DeadLetterExchange   string
+	DeadLetterRoutingKey string
+	DeliveryLimit        int
 	// WaitTime is how long a Receive waits for a first delivery: 0 means
 	// DefaultWaitTime.
 	WaitTime time.Duration
