@@ -234,6 +234,7 @@ var (
 	_ pipe.Terminator     = (*Source)(nil)
 	_ pipe.AttemptCounter = (*Source)(nil)
 	_ pipe.CancelSafe     = (*Source)(nil)
+	_ pipe.Deferrer       = (*Source)(nil)
 )
 
 // New checks cfg and builds the source. It does no I/O: Open connects.
