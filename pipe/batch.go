@@ -492,9 +492,12 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 				items = append(items, settle{d: d, v: verbNak})
 			}
 		case p.set.def != nil && !p.info.FIFO && !p.opt.DryRun:
-			delay := outageRetry.Delay(max(p.circuit.streak, tries+1))
+			// Back about when the next probe goes (the circuit is open),
+			// else after the backoff of a first retry: a copy comes back
+			// as a new delivery, so nothing counts its outages.
+			delay := outageRetry.Delay(tries + 1)
 			if p.circuit.open {
-				delay = max(delay, time.Until(p.circuit.probeAt))
+				delay = max(time.Until(p.circuit.probeAt), breakerProbeMin)
 			}
 			for _, d := range outages {
 				items = append(items, settle{d: d, v: verbDefer, delay: delay})
