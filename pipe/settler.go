@@ -492,7 +492,7 @@ func (s *settler) deferred(ctx context.Context, j job) {
 	kept, err := s.def.Defer(ctx, messagesOf(j.ds), j.delay)
 	if err != nil {
 		s.report(err)
-		s.log.Warn("deferring an outage's messages failed for some; the pipe holds those and retries them itself",
+		s.log.Warn("deferring an outage's messages failed for some; the pipe holds those the source kept and sends them again itself",
 			"error", err, "messages", len(j.ds), "kept", len(kept), "delay", j.delay.String())
 	}
 	keep := make(map[*Message]bool, len(kept))

@@ -171,17 +171,15 @@ func (s *Source) Defer(ctx context.Context, msgs []*pipe.Message, delay time.Dur
 		}
 		failed[e.handle] = fmt.Errorf("%w (deferring: %v)", ErrStaleReceipt, err)
 	}
+	var errs []error
 	if why != nil {
-		s.log.Warn("moving an outage's messages to their delay queue failed: the pipe holds them unacked and sends them again (they take prefetch slots meanwhile)",
-			"queue", s.cfg.Queue, "messages", len(kept), "delay", delay.String(), "error", why)
+		errs = append(errs, fmt.Errorf("moving %d messages of RabbitMQ queue %s to their delay queue (they stay unacked and take prefetch slots meanwhile): %w",
+			len(kept), s.cfg.Queue, why))
 	}
 	if err := settleError(opDefer, failed); err != nil {
-		return kept, err
+		errs = append(errs, err)
 	}
-	if why != nil {
-		return kept, fmt.Errorf("deferring messages of RabbitMQ queue %s: %w", s.cfg.Queue, why)
-	}
-	return nil, nil
+	return kept, errors.Join(errs...)
 }
 
 // deferOne moves e's message to the delay queue of delay with the
