@@ -43,19 +43,23 @@ type verdict struct {
 	outcome Outcome
 	stage   string
 	err     error
+	// outage: a failure that is no verdict on the message (outageOf, or
+	// following one in its FIFO group): it is held or deferred, uncounted.
+	outage bool
 }
 
 // runBatch takes one batch through filter, enrichment, transformer and
 // target, then settles every message exactly once, whatever happens
 // (panics included).
-func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool) {
+// A held outage batch goes again with tries, its whole failures so far.
+func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool, tries int) {
 	start := time.Now()
 	ctx = p.exec.begin(ctx, len(batch))
 	ctx, span := p.startBatchSpan(ctx, batch)
 	v := make([]verdict, len(batch))
 	targetErr := p.process(ctx, batch, v)
 	sctx, endSettle := p.stage(ctx, "settle")
-	p.settleBatch(sctx, batch, v, targetErr, start, probe)
+	p.settleBatch(sctx, batch, v, targetErr, start, probe, tries)
 	endSettle(nil)
 	endBatchSpan(span, v, targetErr)
 }
@@ -346,30 +350,45 @@ func (p *Pipe) splitEvents(ctx context.Context, m *Message, events *[]*Event) ve
 }
 
 // applyFIFO fails, in each message group, every message after the group's
-// first failure, so that order is kept when they come back. It returns the
-// groups that failed.
+// first failure, so that order is kept when they come back. A group whose
+// first failure is an outage holds its later messages with it, uncounted;
+// one whose first failure is a verdict fails them (stage fifo), their own
+// outages included. It returns the groups that failed.
 func applyFIFO(batch []*Delivery, v []verdict) map[string]bool {
-	var failedGroups map[string]error
+	type head struct {
+		err    error
+		outage bool
+	}
+	var heads map[string]head
 	for i, d := range batch {
 		g := d.Message.GroupID()
-		if err, ok := failedGroups[g]; ok {
-			if v[i].outcome != FailedRetry && v[i].outcome != Released {
+		if h, ok := heads[g]; ok {
+			switch {
+			case v[i].outcome == Released:
+			case h.outage:
+				if v[i].outcome != FailedRetry {
+					v[i] = verdict{outcome: FailedRetry, stage: "fifo", err: fmt.Errorf("an earlier message of group %q failed: %v", g, h.err)}
+				}
+				v[i].outage = true
+			case v[i].outcome != FailedRetry || v[i].outage:
 				// Not wrapped: this message did not fail itself, so it must not
 				// be dead-lettered for the earlier one's error.
-				v[i] = verdict{outcome: FailedRetry, stage: "fifo", err: fmt.Errorf("an earlier message of group %q failed: %v", g, err)}
+				v[i] = verdict{outcome: FailedRetry, stage: "fifo", err: fmt.Errorf("an earlier message of group %q failed: %v", g, h.err)}
 			}
 			continue
 		}
 		if v[i].outcome == FailedRetry || v[i].outcome == Released {
-			if failedGroups == nil {
-				failedGroups = map[string]error{}
+			if heads == nil {
+				heads = map[string]head{}
 			}
-			failedGroups[g] = v[i].err
+			heads[g] = head{err: v[i].err, outage: v[i].outage}
 		}
 	}
-	groups := make(map[string]bool, len(failedGroups))
-	for g := range failedGroups {
-		groups[g] = true
+	groups := make(map[string]bool, len(heads))
+	for g, h := range heads {
+		if !h.outage {
+			groups[g] = true
+		}
 	}
 	return groups
 }
@@ -380,28 +399,41 @@ func applyFIFO(batch []*Delivery, v []verdict) map[string]bool {
 //
 //	succeeded, filtered  → Ack
 //	released (shutdown)  → Nak (visible at once)
+//	outage               → no verdict: Defer (a Deferrer source), else
+//	                       held by the pipe (leased) and sent again after
+//	                       a backoff; Nak when the pipe is stopping
 //	failed               → Term when it is dead-letterable (a client
 //	                       error, or retries exhausted with on_exhausted:
 //	                       dead_letter), else NakWithDelay(retry_backoff)
 //	                       when set, else retry when its lease ends
 //
-// A dry run gives no verb to what would be acked or retried: it stays
-// hidden (heartbeat) until the pipe stops and releases it. While the
-// circuit is open, a batch that failed whole is held, not settled.
-func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, targetErr error, start time.Time, probe bool) {
+// An outage is a message whose target call (or enrichment call) failed
+// whole with a retryable error, also when the retry wrapper hands that back
+// per item once its attempts ran out (outageOf): it says nothing of the
+// message, so it neither uses up a receive or delivery count nor is
+// dead-lettered, from the first such batch on, open circuit or not. A dry
+// run gives no verb to what would be acked or retried: it stays hidden
+// (heartbeat) until the pipe stops and releases it.
+func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, batchErr error, start time.Time, probe bool, tries int) {
+	for i := range v {
+		v[i].outage = v[i].outcome == FailedRetry && outageOf(batchErr, v[i].stage, v[i].err)
+	}
 	var failedGroups map[string]bool
 	if p.info.FIFO {
 		failedGroups = applyFIFO(batch, v)
 	}
 	items := make([]settle, 0, len(batch))
-	acked, failed, outage, onWayToDLQ := 0, 0, 0, 0
-	throttled := IsThrottled(targetErr)
+	var outages []*Delivery
+	acked, failed, onWayToDLQ := 0, 0, 0
+	state := targetUnknown
+	throttled := IsThrottled(batchErr)
 	for i, d := range batch {
 		switch v[i].outcome {
 		case Succeeded:
 			p.met.delivered.Inc()
 			items = append(items, settle{d: d, v: verbAck})
 			acked++
+			state = targetAnswered
 		case Filtered:
 			p.met.filtered.Inc()
 			items = append(items, settle{d: d, v: verbAck})
@@ -412,11 +444,18 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 			failed++
 			err := v[i].err
 			throttled = throttled || IsThrottled(err)
-			if outageOf(targetErr, v[i].stage, err) {
-				outage++
-			}
 			p.countFailure(v[i].stage)
 			p.exec.itemFailed(ctx, d.Message, v[i].stage, err)
+			if v[i].outage {
+				outages = append(outages, d)
+				if state == targetUnknown {
+					state = targetDown
+				}
+				continue
+			}
+			if v[i].stage == "target" {
+				state = targetAnswered
+			}
 			switch {
 			case p.deadLetterable(err):
 				items = append(items, settle{d: d, v: verbTerm, reason: atStage(v[i].stage, err)})
@@ -431,13 +470,10 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 		}
 	}
 	p.observeBatch(batch, v)
-	// A batch failed whole when every message failed at the target call
-	// with a retryable error: an outage, not items the target named.
-	whole := outage == len(batch) && len(batch) > 0 && ctx.Err() == nil
 	switch {
-	case targetErr != nil:
+	case batchErr != nil:
 		p.met.execFailed.Inc()
-		p.exec.batchFailed(ctx, len(batch), targetErr)
+		p.exec.batchFailed(ctx, len(batch), batchErr)
 	case failed > 0:
 		p.met.execPartial.Inc()
 	}
@@ -445,10 +481,43 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 
 	p.mu.Lock()
 	p.inflight--
-	hold := p.tripLocked(batch, whole, probe, firstErr(targetErr, v))
-	if hold {
-		items = nil
-	} else if p.opt.DryRun {
+	p.tripLocked(state, probe, firstErr(batchErr, v))
+	release := p.stopping || ctx.Err() != nil
+	doneDs := batch
+	if len(outages) > 0 {
+		switch {
+		case release:
+			for _, d := range outages {
+				items = append(items, settle{d: d, v: verbNak})
+			}
+		case p.set.def != nil && !p.info.FIFO && !p.opt.DryRun:
+			// Back about when the next probe goes (the circuit is open),
+			// else after the backoff of a first retry: a copy comes back
+			// as a new delivery, so nothing counts its outages.
+			delay := outageRetry.Delay(tries + 1)
+			if p.circuit.open {
+				delay = max(time.Until(p.circuit.probeAt), breakerProbeMin)
+			}
+			for _, d := range outages {
+				items = append(items, settle{d: d, v: verbDefer, delay: delay})
+			}
+		default:
+			p.holdLocked(outages, tries+1)
+			if p.info.FIFO { // a held group stays busy: nothing of it overtakes
+				busy := map[string]bool{}
+				for _, d := range outages {
+					busy[d.Message.GroupID()] = true
+				}
+				doneDs = make([]*Delivery, 0, len(batch)-len(outages))
+				for _, d := range batch {
+					if !busy[d.Message.GroupID()] {
+						doneDs = append(doneDs, d)
+					}
+				}
+			}
+		}
+	}
+	if p.opt.DryRun {
 		kept := items[:0]
 		for _, it := range items {
 			if it.v == verbNak && it.delay == 0 {
@@ -459,16 +528,11 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 		}
 		items = kept
 	}
-	var giveBack []*Delivery
-	if !hold { // a held batch keeps its FIFO groups busy
-		giveBack = p.batches.done(batch, failedGroups)
-	}
-	p.ctl.batchDone(whole, throttled)
+	giveBack := p.batches.done(doneDs, failedGroups)
+	p.ctl.batchDone(state == targetDown, throttled)
 	p.mu.Unlock()
-	if !hold {
-		p.met.deadLettered.Add(float64(onWayToDLQ))
-		p.met.observeDeadLettered(onWayToDLQ)
-	}
+	p.met.deadLettered.Add(float64(onWayToDLQ))
+	p.met.observeDeadLettered(onWayToDLQ)
 	for _, d := range giveBack {
 		items = append(items, settle{d: d, v: verbNak})
 	}
@@ -476,17 +540,21 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 	p.signal()
 }
 
-// outageOf reports whether an item failure tells of a target that cannot
-// be reached or works no more (connection refused, timeouts, 5xx, 429): a
-// retryable failure of the whole target call, also when the retry wrapper
-// hands it back per item once its attempts ran out. Items the target named
-// in its answer are not an outage, nor are client errors.
-func outageOf(targetErr error, stage string, err error) bool {
-	if stage != "target" || IsPermanent(err) || errors.Is(err, ErrReportedFailed) {
+// outageOf reports whether an item failure tells of a target (or an
+// enrichment) that cannot be reached or works no more (connection refused,
+// timeouts, 5xx, 429): a retryable failure of the whole call, also when the
+// retry wrapper hands it back per item once its attempts ran out
+// (Exhausted and BatchFailure). Items the target named in its answer are
+// not an outage, nor are client errors.
+func outageOf(batchErr error, stage string, err error) bool {
+	if stage != "target" && stage != "enrichment" || IsPermanent(err) || errors.Is(err, ErrReportedFailed) {
 		return false
 	}
+	if batchErr != nil {
+		return true
+	}
 	exhausted, _ := IsExhausted(err)
-	return targetErr != nil || exhausted
+	return stage == "target" && exhausted && IsBatchFailure(err)
 }
 
 // firstErr is the batch's error, or its first item's.
@@ -502,25 +570,34 @@ func firstErr(err error, v []verdict) error {
 	return nil
 }
 
-// tripLocked feeds the circuit breaker a batch's outcome and reports
-// whether the batch is to be held instead of settled.
-func (p *Pipe) tripLocked(batch []*Delivery, whole, probe bool, err error) bool {
+// tripLocked feeds the circuit breaker what a batch told of the target.
+// It opens after breakerTrips outage batches in a row, and closes only on
+// a probe the target answered: a batch that started before it opened and
+// succeeds after says nothing of the target now.
+func (p *Pipe) tripLocked(state targetState, probe bool, err error) {
 	c := &p.circuit
 	if probe {
 		c.probing = false
 	}
-	if !whole {
-		if c.open {
-			c.open, c.streak, c.err = false, 0, nil
+	switch state {
+	case targetUnknown:
+		return // no call: nothing learnt (a probe goes again now)
+	case targetAnswered:
+		c.streak = 0
+		if c.open && probe {
+			c.open, c.err = false, nil
 			p.met.circuitOpen.Set(0)
+			now := time.Now()
+			for i := range c.held {
+				c.held[i].at = now // the target works: they go first, now
+			}
 			p.log.Info("target works again: circuit closed, polling resumes", "held_batches", len(c.held))
 		}
-		c.streak = 0
-		return false
+		return
 	}
 	c.streak++
 	if p.stopping {
-		return false
+		return
 	}
 	if !c.open && c.streak >= breakerTrips {
 		c.open, c.every, c.err = true, breakerProbeMin, err
@@ -534,11 +611,6 @@ func (p *Pipe) tripLocked(batch []*Delivery, whole, probe bool, err error) bool 
 		c.err = err
 		p.log.Warn("probe batch failed, circuit stays open", "error", err, "next_probe", c.every.String())
 	}
-	if !c.open {
-		return false
-	}
-	c.held = append(c.held, batch)
-	return true
 }
 
 func (p *Pipe) countFailure(stage string) {

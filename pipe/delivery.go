@@ -26,6 +26,9 @@ const (
 	// verbTerm: give up: the pipe's dead-letter target, else the source's
 	// own dead-lettering, else verbRetry (the queue's redrive policy).
 	verbTerm
+	// verbDefer: an outage's message, given back uncounted after delay
+	// (Deferrer); what the source keeps goes back to the pipe's hold.
+	verbDefer
 )
 
 func (v verb) String() string {
@@ -38,6 +41,8 @@ func (v verb) String() string {
 		return "retry"
 	case verbTerm:
 		return "term"
+	case verbDefer:
+		return "defer"
 	}
 	return "none"
 }

@@ -38,8 +38,9 @@ const (
 	dryRunHold = 10000
 	// Circuit breaker: after breakerTrips batches in a row fail whole with
 	// retryable errors (connection refused, timeouts, 5xx, 429), polling
-	// stops and failed batches are held, invisible, and retried as one
-	// probe batch at growing intervals; no receive count is spent.
+	// stops and one probe batch at a time goes to the target, at growing
+	// intervals; only a probe that the target answers closes it again.
+	// Outage batches are never a verdict, open or not (outage.go).
 	breakerTrips    = 3
 	breakerProbeMin = time.Second
 	breakerProbeMax = time.Minute
@@ -199,14 +200,16 @@ type Pipe struct {
 	circuit     breaker
 }
 
-// breaker is the pipe's circuit breaker on target outages.
+// breaker is the pipe's circuit breaker on target outages, and the
+// outage batches the pipe holds.
 type breaker struct {
 	streak  int // batches in a row that failed whole with retryable errors
 	open    bool
 	probing bool // a probe batch is at the target
 	every   time.Duration
 	probeAt time.Time
-	held    [][]*Delivery // batches held, invisible, while open
+	held    []heldBatch // outage batches held, invisible, to go again
+	heldN   int         // messages in held
 	err     error
 }
 
@@ -534,7 +537,7 @@ func (p *Pipe) schedule(poll, recv, work context.Context, pool *workers) {
 	for {
 		p.dispatch(work, pool)
 		var budgetWait <-chan struct{}
-		var errWait, rateWait, probeWait <-chan time.Time
+		var errWait, rateWait, probeWait, heldWait <-chan time.Time
 		p.mu.Lock()
 		if p.opt.DryRun && p.dryHeld >= dryRunHold && !dryFull {
 			dryFull = true
@@ -550,7 +553,14 @@ func (p *Pipe) schedule(poll, recv, work context.Context, pool *workers) {
 			return
 		}
 		if p.circuit.open && !p.circuit.probing {
-			probeWait = time.After(time.Until(p.circuit.probeAt))
+			if d := time.Until(p.circuit.probeAt); d > 0 {
+				probeWait = time.After(d)
+			} // else a probe's receive is under way: its return wakes the loop
+		}
+		if !p.circuit.open && len(p.circuit.held) > 0 {
+			if _, next := p.dueHeldLocked(time.Now()); !next.IsZero() {
+				heldWait = time.After(time.Until(next))
+			}
 		}
 		for {
 			want := p.pollersLocked()
@@ -603,6 +613,7 @@ func (p *Pipe) schedule(poll, recv, work context.Context, pool *workers) {
 		case <-errWait:
 		case <-rateWait:
 		case <-probeWait:
+		case <-heldWait:
 		case now := <-tick.C:
 			p.mu.Lock()
 			c, reason := p.ctl.tick(now)
@@ -650,13 +661,22 @@ func (p *Pipe) pollersLocked() int {
 }
 
 // roomLocked is how many more messages may be received now: those that can
-// start in a free batch slot. Nothing is received that would wait for a
-// slot, nor while the circuit is open, nor past a dry run's hold.
+// start in a free batch slot, less the outage messages held. Nothing is
+// received that would wait for a slot, nor past a dry run's hold; while
+// the circuit is open, only a probe batch's worth when a probe is due and
+// nothing held or waiting can be the probe (a Deferrer's source holds
+// nothing: its probe is a fresh batch).
 func (p *Pipe) roomLocked() int {
-	if p.stopping || p.circuit.open || p.paused {
+	if p.stopping || p.paused {
 		return 0
 	}
-	room := (p.conc-p.inflight)*p.opt.BatchSize - p.batches.pending() - p.reserved
+	if c := &p.circuit; c.open {
+		if c.probing || len(c.held) > 0 || p.batches.pending() > 0 || time.Now().Before(c.probeAt) {
+			return 0
+		}
+		return p.opt.BatchSize - p.reserved
+	}
+	room := (p.conc-p.inflight)*p.opt.BatchSize - p.batches.pending() - p.reserved - p.circuit.heldN
 	if p.opt.DryRun {
 		room = min(room, dryRunHold-p.set.tracked()-p.reserved)
 	}
@@ -724,11 +744,11 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 	}
 	if len(msgs) == 0 {
 		p.met.emptyReceives.Inc()
-		if p.opt.Drain && p.inflight == 0 && p.batches.pending() == 0 && p.receiving == 0 {
+		if p.opt.Drain && p.inflight == 0 && p.batches.pending() == 0 && p.receiving == 0 && p.circuit.heldN == 0 {
 			p.mu.Unlock()
 			empty := p.opt.DryRun || p.sourceEmpty(ctx)
 			p.mu.Lock()
-			if empty && p.inflight == 0 && p.batches.pending() == 0 && p.receiving == 0 {
+			if empty && p.inflight == 0 && p.batches.pending() == 0 && p.receiving == 0 && p.circuit.heldN == 0 {
 				p.drained = true
 			}
 		}
@@ -774,8 +794,9 @@ func (p *Pipe) sourceEmpty(ctx context.Context) bool {
 	return err == nil && n == 0
 }
 
-// dispatch starts batches while slots are free. While the circuit is open
-// it starts one probe batch when the probe is due.
+// dispatch starts batches while slots are free: held outage batches first
+// as they come due, then new ones. While the circuit is open it starts one
+// probe batch when the probe is due: a held batch, else a new one.
 func (p *Pipe) dispatch(ctx context.Context, pool *workers) {
 	for {
 		p.mu.Lock()
@@ -784,7 +805,7 @@ func (p *Pipe) dispatch(ctx context.Context, pool *workers) {
 			return
 		}
 		var b []*Delivery
-		probe := false
+		probe, tries := false, 0
 		switch {
 		case p.circuit.open && !p.stopping:
 			if p.circuit.probing || time.Now().Before(p.circuit.probeAt) {
@@ -792,18 +813,20 @@ func (p *Pipe) dispatch(ctx context.Context, pool *workers) {
 				return
 			}
 			if len(p.circuit.held) > 0 {
-				b = p.circuit.held[0]
-				p.circuit.held = p.circuit.held[1:]
+				h := p.takeHeldLocked(0)
+				b, tries = h.ds, h.tries
 			} else {
 				b = p.batches.next()
 			}
 			probe = b != nil
 			p.circuit.probing = probe
-		case len(p.circuit.held) > 0: // closed again: the held batches go first
-			b = p.circuit.held[0]
-			p.circuit.held = p.circuit.held[1:]
 		default:
-			b = p.batches.next()
+			if i, _ := p.dueHeldLocked(time.Now()); i >= 0 {
+				h := p.takeHeldLocked(i)
+				b, tries = h.ds, h.tries
+			} else {
+				b = p.batches.next()
+			}
 		}
 		if b == nil {
 			p.mu.Unlock()
@@ -811,16 +834,16 @@ func (p *Pipe) dispatch(ctx context.Context, pool *workers) {
 		}
 		p.inflight++
 		p.mu.Unlock()
-		pool.run(func() { p.runBatch(ctx, b, probe) })
+		pool.run(func() { p.runBatch(ctx, b, probe, tries) })
 	}
 }
 
-// releaseHeldLocked takes the batches the circuit breaker holds.
+// releaseHeldLocked takes the outage batches the pipe holds.
 func (p *Pipe) releaseHeldLocked() []*Delivery {
 	var out []*Delivery
-	for _, b := range p.circuit.held {
-		out = append(out, b...)
+	for _, h := range p.circuit.held {
+		out = append(out, h.ds...)
 	}
-	p.circuit.held = nil
+	p.circuit.held, p.circuit.heldN = nil, 0
 	return out
 }

@@ -390,8 +390,8 @@ func TestRetryBackoffDelaysFailedItemsByReceiveCount(t *testing.T) {
 		mu.Lock()
 		times = append(times, time.Now())
 		mu.Unlock()
-		if tries.Add(1) < 3 {
-			return pipe.Result{}, errors.New("not yet")
+		if tries.Add(1) < 3 { // named by the target: a verdict, counted
+			return pipe.Result{Failures: []pipe.ItemFailure{{ID: events[0].ID(), Err: errors.New("not yet")}}}, nil
 		}
 		return pipe.Result{}, nil
 	})

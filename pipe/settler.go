@@ -36,9 +36,13 @@ const (
 // no extension starts after a final verb. So a late heartbeat can never
 // undo a settle.
 type settler struct {
-	src     Source
-	ext     Extender   // nil: leases do not end on their own
-	term    Terminator // nil: no native dead-lettering
+	src  Source
+	ext  Extender   // nil: leases do not end on their own
+	term Terminator // nil: no native dead-lettering
+	def  Deferrer   // nil: outages are held by the pipe
+	// onKept is told of deferred deliveries the source kept (could not
+	// defer): they are the pipe's to hold again.
+	onKept  func([]*Delivery)
 	dead    *deadLetterer
 	vis     time.Duration
 	backoff *Backoff // failed dead-letter sends: retry delay by receive count
@@ -83,6 +87,7 @@ const (
 	opNak
 	opExtend
 	opTerm
+	opDefer
 )
 
 // settlerConfig is what a settler works with.
@@ -96,10 +101,13 @@ type settlerConfig struct {
 	budget  *Budget
 	// onErr, when set, is told of every failed call (besides the log).
 	onErr func(error)
+	// onKept, when set, is told of deliveries a Deferrer kept.
+	onKept func([]*Delivery)
 }
 
 func (p *Pipe) settlerConfig() settlerConfig {
-	c := settlerConfig{src: p.opt.Source, vis: p.visibility, backoff: p.opt.RetryBackoff, log: p.log, met: p.met, budget: p.opt.Budget}
+	c := settlerConfig{src: p.opt.Source, vis: p.visibility, backoff: p.opt.RetryBackoff, log: p.log, met: p.met, budget: p.opt.Budget,
+		onKept: p.undeferred}
 	if p.opt.DeadLetter != nil {
 		c.dead = &deadLetterer{target: p.opt.DeadLetter, pipe: p.opt.Name, sourceARN: p.info.ARN}
 	}
@@ -116,6 +124,7 @@ func newSettler(c settlerConfig, workers int) *settler {
 		met:     c.met,
 		budget:  c.budget,
 		onErr:   c.onErr,
+		onKept:  c.onKept,
 		open:    map[*Delivery]struct{}{},
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
@@ -127,6 +136,9 @@ func newSettler(c settlerConfig, workers int) *settler {
 	}
 	if t, ok := c.src.(Terminator); ok {
 		s.term = t
+	}
+	if d, ok := c.src.(Deferrer); ok {
+		s.def = d
 	}
 	if o, ok := c.src.(AckObserver); ok {
 		s.obs = o
@@ -209,10 +221,15 @@ func (s *settler) finalMany(items []settle) (refused int) {
 // dispatchLocked queues the calls of deliveries whose final verb is set,
 // grouped by verb and delay, and returns those that need no call.
 func (s *settler) dispatchLocked(ds []*Delivery) (done []*Delivery) {
-	var naks map[time.Duration][]*Delivery
+	var naks, defers map[time.Duration][]*Delivery
 	var terms, retries []*Delivery
 	for _, d := range ds {
 		switch d.final {
+		case verbDefer:
+			if defers == nil {
+				defers = map[time.Duration][]*Delivery{}
+			}
+			defers[d.delay] = append(defers[d.delay], d)
 		case verbAck:
 			s.acks = append(s.acks, d)
 		case verbNak:
@@ -228,6 +245,13 @@ func (s *settler) dispatchLocked(ds []*Delivery) (done []*Delivery) {
 	}
 	for delay, group := range naks {
 		s.pushLocked(opNak, group, delay)
+	}
+	for delay, group := range defers {
+		if s.def == nil {
+			s.pushLocked(opNak, group, 0) // never asked of a source without Defer
+			continue
+		}
+		s.pushLocked(opDefer, group, delay)
 	}
 	s.pushLocked(opTerm, terms, 0)
 	if s.ext != nil {
@@ -291,7 +315,7 @@ func (s *settler) touch(d *Delivery) {
 // or dead-letter send must not let the message be delivered again). An
 // extension racing a delete is harmless; a Nak is never extended over.
 func extendable(d *Delivery) bool {
-	return !d.settled && (d.final == verbNone || d.final == verbAck || d.final == verbTerm)
+	return !d.settled && (d.final == verbNone || d.final == verbAck || d.final == verbTerm || d.final == verbDefer)
 }
 
 // extensionLocked is how long d's lease may be extended from now: the
@@ -456,6 +480,56 @@ func (s *settler) do(j job) {
 		s.extended(j, start, err)
 	case opTerm:
 		s.terminate(ctx, j.ds)
+	case opDefer:
+		s.deferred(ctx, j)
+	}
+}
+
+// deferred gives an outage's deliveries back through the Deferrer; those
+// it kept lose their verb and go back to the pipe (onKept), or, once the
+// settler is closing, are released.
+func (s *settler) deferred(ctx context.Context, j job) {
+	kept, err := s.def.Defer(ctx, messagesOf(j.ds), j.delay)
+	if err != nil {
+		s.report(err)
+		s.log.Warn("deferring an outage's messages failed for some; the pipe holds those the source kept and sends them again itself",
+			"error", err, "messages", len(j.ds), "kept", len(kept), "delay", j.delay.String())
+	}
+	keep := make(map[*Message]bool, len(kept))
+	for _, m := range kept {
+		keep[m] = true
+	}
+	var back, gone, ready []*Delivery
+	s.mu.Lock()
+	closing := s.closing
+	for _, d := range j.ds {
+		if !keep[d.Message] {
+			gone = append(gone, d)
+			continue
+		}
+		d.final, d.delay = verbNone, 0
+		if !closing {
+			back = append(back, d)
+			continue
+		}
+		d.final = verbNak
+		if d.extending {
+			d.deferred = true // after the extension under way, never under it
+			continue
+		}
+		ready = append(ready, d)
+	}
+	s.met.released.Add(float64(len(gone)))
+	done := s.dispatchLocked(ready)
+	s.mu.Unlock()
+	s.done(done)
+	s.done(gone)
+	if len(back) > 0 {
+		if s.onKept != nil {
+			s.onKept(back)
+		} else {
+			s.regive(back, verbNak)
+		}
 	}
 }
 

@@ -182,7 +182,9 @@ type Options struct {
 //     MaxEventAge, its last error is returned as an item failure wrapped
 //     with pipe.Exhausted(err, attempts), so the pipe can dead-letter it. A
 //     batch that failed whole on every attempt comes back as one exhausted
-//     item failure per message and a nil error, not as a whole-batch error.
+//     item failure per message and a nil error, not as a whole-batch error;
+//     an item whose last attempt failed whole is marked pipe.BatchFailure
+//     too (the pipe takes it for an outage, not a verdict on the item).
 //   - FIFO events (a non-empty Message.GroupID; a batch holds a group's
 //     messages in order) follow "first failure fails the rest of the
 //     group": once a message of a group fails, every later message of that
@@ -419,10 +421,16 @@ func (st *run) classify(pending []*pipe.Event, res pipe.Result, err error) outco
 	if err != nil {
 		st.throttled = st.throttled || pipe.IsThrottled(err)
 		all := make(map[string]error, len(pending))
+		permanent := pipe.IsPermanent(err)
+		if !permanent {
+			// Handed back per item when the attempts run out: the pipe
+			// must still see an outage there, not a verdict on each item.
+			err = pipe.BatchFailure(err)
+		}
 		for _, ev := range pending {
 			all[ev.ID()] = err
 		}
-		if pipe.IsPermanent(err) {
+		if permanent {
 			o.final = all
 		} else {
 			o.again = all

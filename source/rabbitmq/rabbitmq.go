@@ -100,6 +100,29 @@
 // delay; the source takes that for "no delay of its own" and uses about
 // 1 s instead, doubling with each attempt, equal jitter, up to 30 s. (A
 // retry_backoff that yields exactly 30 s is taken the same way.)
+//
+// # An outage is no verdict
+//
+// A batch whose target call failed whole with a retryable error (an
+// outage: connection refused, timeouts, 5xx, 429) says nothing of its
+// messages, and on no queue kind may it dead-letter them or use up their
+// delivery count. The pipe hands them to Defer (pipe.Deferrer), from the
+// first such batch on and for those in flight when its circuit opens. The
+// source moves each to a delay queue as for a failure, with one
+// difference: the copy's x-pipes-attempts is the attempts *before* this
+// delivery, so its next delivery counts as this one again (on a quorum
+// queue the broker's x-delivery-count starts at 0 for the copy; on a
+// classic one the copy is not flagged redelivered). Nothing is
+// dead-lettered, no delivery limit or max_receive_count is touched, and
+// the messages wait outside the prefetch window — while the breaker is
+// open too (its held batches are deferred: the probe is a fresh batch),
+// so an outage of any length does not fill the window or age unacked
+// messages towards consumer_timeout. A crash at any instant means
+// redelivery, never loss, as for a failure's copy. Holding the
+// deliveries unacked was the other choice, not taken for the reasons a
+// failure's hold was not; it is what happens where the copy cannot be
+// placed: Defer keeps those messages unacked and the pipe holds them and
+// sends them again itself (they take prefetch slots meanwhile).
 package rabbitmq
 
 import (
@@ -243,6 +266,7 @@ var (
 	_ pipe.Terminator     = (*Source)(nil)
 	_ pipe.AttemptCounter = (*Source)(nil)
 	_ pipe.CancelSafe     = (*Source)(nil)
+	_ pipe.Deferrer       = (*Source)(nil)
 )
 
 // New checks cfg and builds the source. It does no I/O: Open connects.

@@ -17,6 +17,7 @@ const (
 	opRequeue    = "requeue"
 	opFail       = "fail"
 	opDeadLetter = "dead-letter"
+	opDefer      = "defer"
 )
 
 // Why settling a receipt can fail; both are the caller's fault (SenderFault):
@@ -105,6 +106,104 @@ func (s *Source) Term(ctx context.Context, msgs []*pipe.Message) error {
 			"queue", s.cfg.Queue, "messages", len(msgs), "delay", VisibilityTimeout.String())
 	}
 	return s.fail(msgs, VisibilityTimeout, opDeadLetter, true)
+}
+
+// Defer gives the messages of an outage back uncounted (pipe.Deferrer):
+// a copy carrying the attempts before this delivery (x-pipes-attempts =
+// attempts − 1, so that the next delivery counts as this one) goes to the
+// delay queue of delay and is confirmed, then the original is acked. The
+// delivery is thus no verdict: no delivery limit or max_receive_count is
+// used up, nothing is dead-lettered, and the message waits outside the
+// prefetch window. A crash at any instant means redelivery, never loss
+// (see the package doc). A message whose copy cannot be placed is kept:
+// left unacked, as it was, for the pipe to hold and send again. Unknown
+// and stale receipts are reported like Ack's. It blocks for the confirms
+// and is safe for concurrent use.
+func (s *Source) Defer(ctx context.Context, msgs []*pipe.Message, delay time.Duration) ([]*pipe.Message, error) {
+	if s.opened.Load() == nil {
+		return msgs, fmt.Errorf("RabbitMQ source %s: used before Open", s.cfg.Queue)
+	}
+	failed := map[string]error{}
+	es := make([]*entry, 0, len(msgs))
+	ms := make([]*pipe.Message, 0, len(msgs))
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return msgs, fmt.Errorf("RabbitMQ source %s: closing", s.cfg.Queue)
+	}
+	for _, m := range msgs {
+		e, err := s.lookupLocked(m.ReceiptHandle)
+		if err != nil {
+			failed[m.ReceiptHandle] = err
+			continue
+		}
+		// Out of inflight while it moves (Close must not requeue it under
+		// the publish), counted as a publish under way (Pending).
+		s.publishes.Add(1)
+		delete(s.inflight, e.handle)
+		es, ms = append(es, e), append(ms, m)
+	}
+	s.timers.Add(1)
+	s.mu.Unlock()
+	defer s.timers.Done()
+	var kept []*pipe.Message
+	var why error
+	for i, e := range es {
+		err := s.deferOne(e, delay)
+		s.publishes.Add(-1)
+		if err == nil {
+			continue
+		}
+		ss := e.sess
+		s.mu.Lock()
+		if !s.closing && ss.alive() {
+			s.inflight[e.handle] = e // as it was: the pipe holds it
+			s.mu.Unlock()
+			kept = append(kept, ms[i])
+			why = err
+			continue
+		}
+		s.forgetLocked(e.handle, e)
+		s.mu.Unlock()
+		if ss.alive() { // closing: give it back now
+			s.requeuedAt.Store(time.Now().UnixNano())
+			_ = ss.ch.Nack(e.tag, false, true)
+		}
+		failed[e.handle] = fmt.Errorf("%w (deferring: %v)", ErrStaleReceipt, err)
+	}
+	var errs []error
+	if why != nil {
+		errs = append(errs, fmt.Errorf("moving %d messages of RabbitMQ queue %s to their delay queue (they stay unacked and take prefetch slots meanwhile): %w",
+			len(kept), s.cfg.Queue, why))
+	}
+	if err := settleError(opDefer, failed); err != nil {
+		errs = append(errs, err)
+	}
+	return kept, errors.Join(errs...)
+}
+
+// deferOne moves e's message to the delay queue of delay with the
+// attempts before this delivery, then acks the original and forgets e.
+// On an error nothing was acked.
+func (s *Source) deferOne(e *entry, delay time.Duration) error {
+	ss := e.sess
+	if !ss.alive() {
+		return ErrStaleReceipt
+	}
+	name, err := s.ensureDelayQueue(ss, bucket(min(delay, MaxHold)))
+	if err == nil {
+		err = s.publishCopy(ss, e, name, e.attempts-1)
+	}
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.forgetLocked(e.handle, e)
+	s.mu.Unlock()
+	if err := ss.ch.Ack(e.tag, false); err != nil {
+		s.log.Warn("acking a message moved to its delay queue failed: it will be delivered twice", "queue", s.cfg.Queue, "message_id", e.id, "error", err)
+	}
+	return nil
 }
 
 // settleNow claims the messages and applies a to each now.
@@ -264,7 +363,7 @@ func (s *Source) republish(e *entry) {
 	if !ss.alive() {
 		return // the broker redelivers the original
 	}
-	err := s.publishCopy(ss, e, s.cfg.Queue)
+	err := s.publishCopy(ss, e, s.cfg.Queue, e.attempts)
 	if err == nil {
 		if err := ss.ch.Ack(e.tag, false); err != nil {
 			s.log.Warn("acking a re-published message failed: it will be delivered twice", "queue", s.cfg.Queue, "message_id", e.id, "error", err)
@@ -280,14 +379,15 @@ func (s *Source) republish(e *entry) {
 		"queue", s.cfg.Queue, "message_id", e.id, "error", err)
 }
 
-// publishCopy publishes the copy through the default exchange to queue
-// and waits for its confirm; a return (unroutable) or a nack is an error.
-func (s *Source) publishCopy(ss *session, e *entry, queue string) error {
+// publishCopy publishes the copy through the default exchange to queue,
+// attempts in AttemptsHeader (the failed deliveries it carries), and waits
+// for its confirm; a return (unroutable) or a nack is an error.
+func (s *Source) publishCopy(ss *session, e *entry, queue string, attempts int) error {
 	headers := make(amqp.Table, len(e.d.Headers)+1)
 	for k, v := range e.d.Headers {
 		headers[k] = v
 	}
-	headers[AttemptsHeader] = int64(e.attempts)
+	headers[AttemptsHeader] = int64(max(attempts, 0))
 	msg := amqp.Publishing{
 		Headers: headers, ContentType: e.d.ContentType, ContentEncoding: e.d.ContentEncoding,
 		// Always persistent: a quorum queue keeps even a transient message
