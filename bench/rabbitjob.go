@@ -29,7 +29,11 @@ type rabbitOptions struct {
 
 // register adds the rabbitjob scenario's flags to fs.
 func (o *rabbitOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.url, "rabbitjob-url", "amqp://guest:guest@127.0.0.1:5672/", "the RabbitMQ broker of the rabbitjob scenario (skipped when it cannot be reached)")
+	def := os.Getenv("PIPES_RABBITMQ_URL")
+	if def == "" {
+		def = "amqp://guest:guest@127.0.0.1:5672/"
+	}
+	fs.StringVar(&o.url, "rabbitjob-url", def, "the RabbitMQ broker of the rabbitjob scenario, skipped when it cannot be reached (default: PIPES_RABBITMQ_URL, or the local broker; a URL with a real password belongs in PIPES_RABBITMQ_URL: the command line is saved with the results)")
 	fs.IntVar(&o.n, "rabbitjob-n", 20000, "messages per drain of the rabbitjob scenario")
 	fs.IntVar(&o.size, "rabbitjob-size", 200, "message body size of the rabbitjob scenario")
 	fs.IntVar(&o.batch, "rabbitjob-batch", 10, "batch size of the rabbitjob scenario (the prefetch is batch × concurrency, pipes' default)")
