@@ -48,6 +48,7 @@ func BenchmarkReceiveAck(b *testing.B) {
 	defer src.Close(ctx)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := startCPU(b)
 	start := time.Now()
 	for n := 0; n < b.N; {
 		msgs, err := src.Receive(ctx, 10)
@@ -63,6 +64,7 @@ func BenchmarkReceiveAck(b *testing.B) {
 		n += len(msgs)
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	cpu.report()
 }
 
 // benchDelivery is a delivery like the bench's rabbitjob messages: a
