@@ -182,18 +182,8 @@ func (h *harness) rabbitJob(ctx context.Context, res *Results) error {
 	if err := h.build(ctx, bin, "./bench/rabbitjob"); err != nil {
 		return err
 	}
-	conn, err := amqp.Dial(o.url)
-	if err != nil {
-		return fmt.Errorf("connecting to RabbitMQ: %w", err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return fmt.Errorf("opening a channel: %w", err)
-	}
-	if err := ch.Confirm(false); err != nil {
-		return fmt.Errorf("turning publisher confirms on: %w", err)
-	}
+	bc := &brokerConn{url: o.url}
+	defer bc.close()
 	r := &RabbitJobResult{N: o.n, Size: o.size, Batch: o.batch, Rounds: o.rounds, Queue: "classic, durable, persistent messages"}
 	runners := []string{"pipes"}
 	for _, v := range variants {
@@ -206,7 +196,7 @@ func (h *harness) rabbitJob(ctx context.Context, res *Results) error {
 			k := (round - 1) % len(runners)
 			order := append(append([]string(nil), runners[k:]...), runners[:k]...)
 			for _, runner := range order {
-				run, err := h.rabbitDrain(ctx, ch, bin, runner, round, conc, variants)
+				run, err := h.rabbitDrainRetried(ctx, bc, bin, runner, round, conc, variants)
 				if err != nil {
 					return err
 				}
@@ -250,7 +240,7 @@ func (h *harness) rabbitJob(ctx context.Context, res *Results) error {
 	}
 	for _, conc := range levels {
 		for _, runner := range []string{"pipes-probe", "rabbitjob-profiled"} {
-			if _, err := h.rabbitDrain(ctx, ch, bin, runner, 0, conc, variants); err != nil {
+			if _, err := h.rabbitDrainRetried(ctx, bc, bin, runner, 0, conc, variants); err != nil {
 				return err
 			}
 		}
@@ -268,17 +258,103 @@ func (h *harness) build(ctx context.Context, bin, pkg string) error {
 	return nil
 }
 
+// brokerConn is the harness's own connection to the broker, for filling
+// and inspecting the queues, dialled again after it closed.
+type brokerConn struct {
+	url  string
+	conn *amqp.Connection
+	ch   *amqp.Channel // in confirm mode
+	// leftover are the queues a closed channel could not delete: the next
+	// channel does.
+	leftover []string
+}
+
+// channel returns the open channel, dialling first when there is none.
+func (b *brokerConn) channel() (*amqp.Channel, error) {
+	if b.ch != nil && !b.ch.IsClosed() {
+		return b.ch, nil
+	}
+	b.close()
+	conn, err := amqp.Dial(b.url)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to RabbitMQ: %w", err)
+	}
+	ch, err := conn.Channel()
+	if err == nil {
+		err = ch.Confirm(false)
+	}
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("opening a channel in confirm mode: %w", err)
+	}
+	b.conn, b.ch = conn, ch
+	left := b.leftover
+	b.leftover = nil
+	for _, q := range left {
+		b.deleteQueue(q)
+	}
+	return ch, nil
+}
+
+// deleteQueue deletes queue now, or on the next channel.
+func (b *brokerConn) deleteQueue(queue string) {
+	if b.ch == nil {
+		b.leftover = append(b.leftover, queue)
+		return
+	}
+	if _, err := b.ch.QueueDelete(queue, false, false, false); err != nil {
+		b.leftover = append(b.leftover, queue)
+	}
+}
+
+func (b *brokerConn) close() {
+	if b.ch != nil && !b.ch.IsClosed() {
+		left := b.leftover
+		b.leftover = nil
+		for _, q := range left {
+			b.deleteQueue(q)
+		}
+	}
+	if b.conn != nil {
+		_ = b.conn.Close()
+	}
+	b.conn, b.ch = nil, nil
+}
+
+// rabbitDrainRetried is rabbitDrain, tried up to three times 10 s apart:
+// the broker is shared, and a test elsewhere may restart it.
+func (h *harness) rabbitDrainRetried(ctx context.Context, bc *brokerConn, bin, runner string, round, conc int, variants []rabbitVariant) (Run, error) {
+	var err error
+	for try := 1; ; try++ {
+		if _, err = bc.channel(); err == nil {
+			var run Run
+			if run, err = h.rabbitDrain(ctx, bc, bin, runner, round, conc, variants); err == nil {
+				return run, nil
+			}
+		}
+		if try == 3 || ctx.Err() != nil {
+			return Run{}, err
+		}
+		progress(fmt.Sprintf("rabbitjob %s c%d round %d failed (%v): again in 10 s on a fresh queue", runner, conc, round, err))
+		bc.close()
+		if err := sleep(ctx, 10*time.Second); err != nil {
+			return Run{}, err
+		}
+	}
+}
+
 // rabbitDrain fills a fresh queue with n messages and lets runner drain
 // it at concurrency conc: pipes, a variant's runner, or (profiled, not
 // counted) pipes-probe and rabbitjob-profiled.
-func (h *harness) rabbitDrain(ctx context.Context, ch *amqp.Channel, bin, runner string, round, conc int, variants []rabbitVariant) (Run, error) {
+func (h *harness) rabbitDrain(ctx context.Context, bc *brokerConn, bin, runner string, round, conc int, variants []rabbitVariant) (Run, error) {
 	o := h.o.rabbit
 	var out Run
+	ch := bc.ch
 	queue := fmt.Sprintf("bench-rabbitjob-%s-c%d-%d-%s", runner, conc, round, rand.Text()[:6])
 	if _, err := ch.QueueDeclare(queue, true, false, false, false, amqp.Table{"x-queue-type": "classic"}); err != nil {
 		return out, fmt.Errorf("declaring queue %s: %w", queue, err)
 	}
-	defer func() { _, _ = ch.QueueDelete(queue, false, false, false) }()
+	defer bc.deleteQueue(queue)
 	if err := fillRabbit(ctx, ch, queue, o.n, o.size); err != nil {
 		return out, err
 	}
