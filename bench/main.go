@@ -196,6 +196,8 @@ func (o *options) applyQuick() {
 		"memory-delay":       func() { o.memDelay = 3 * time.Second },
 		"memory-seconds":     func() { o.memSeconds = 8 * time.Second },
 		"memory-budget":      func() { o.memBudget = 1 << 20 },
+		"rabbitjob-n":        func() { o.rabbit.n = 3000 },
+		"rabbitjob-rounds":   func() { o.rabbit.rounds = 1 },
 	}
 	for name, apply := range quick {
 		if !set[name] {
