@@ -68,13 +68,14 @@ type options struct {
 	memDelay   time.Duration
 	memSeconds time.Duration
 
-	crash crashOptions
+	crash  crashOptions
+	rabbit rabbitOptions // the rabbitjob scenario's
 }
 
 // defaultScenarios run unless -scenarios says otherwise; allScenarios adds
 // the optional ones.
 var (
-	defaultScenarios = []string{"throughput", "samejob", "calls", "ratelimit", "idle", "scaleup", "memory", "heap"}
+	defaultScenarios = []string{"throughput", "samejob", "calls", "ratelimit", "idle", "scaleup", "memory", "heap", "rabbitjob"}
 	allScenarios     = append(defaultScenarios[:len(defaultScenarios):len(defaultScenarios)], "trickle", "crash")
 )
 
@@ -118,6 +119,7 @@ func run() error {
 	flag.DurationVar(&o.memDelay, "memory-delay", 10*time.Second, "target answer delay of the memory runs")
 	flag.DurationVar(&o.memSeconds, "memory-seconds", 30*time.Second, "how long each memory run lasts")
 	o.crash.register(flag.CommandLine)
+	o.rabbit.register(flag.CommandLine)
 	flag.Parse()
 
 	root, err := repoRoot()
@@ -194,6 +196,8 @@ func (o *options) applyQuick() {
 		"memory-delay":       func() { o.memDelay = 3 * time.Second },
 		"memory-seconds":     func() { o.memSeconds = 8 * time.Second },
 		"memory-budget":      func() { o.memBudget = 1 << 20 },
+		"rabbitjob-n":        func() { o.rabbit.n = 3000 },
+		"rabbitjob-rounds":   func() { o.rabbit.rounds = 1 },
 	}
 	for name, apply := range quick {
 		if !set[name] {
@@ -311,6 +315,7 @@ func runHarness(ctx context.Context, root, dir string, o options) error {
 		{"memory", h.memory},
 		{"heap", h.heap},
 		{"ratelimit", h.rateLimited},
+		{"rabbitjob", h.rabbitJob},
 		{"trickle", h.trickle},
 		{"crash", h.crash},
 	}

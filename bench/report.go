@@ -133,6 +133,7 @@ func writeReport(w io.Writer, r *Results) error {
 		row(fmt.Sprintf("Duplicates after %d SIGKILLs, %d msgs (%d failing to the DLQ), visibility %s, maxReceiveCount %d, concurrency %d, seed %d (%s)", c.Kills, c.Messages, c.Failing, c.Visibility, c.MaxReceive, c.Concurrency, c.Seed, filepath.Base(c.Binary)),
 			fmt.Sprintf("%.2f%% (%d of %d good; lost %d; %.4f DeleteMessageBatch a good message)", 100*c.DuplicateRate, c.Duplicates, c.Good, c.Lost, c.DeleteCallsPerMessage), "≤ 6%, lost 0", yes(c.DuplicateRate <= 0.06 && c.Lost == 0))
 	}
+	rabbitJobRows(row, r.RabbitJob)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

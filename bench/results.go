@@ -34,6 +34,7 @@ type Results struct {
 	Trickle    *TrickleResult    `json:"trickle,omitempty"`
 	RateLimit  *RateLimitResult  `json:"ratelimit,omitempty"`
 	Crash      []CrashResult     `json:"crash,omitempty"`
+	RabbitJob  *RabbitJobResult  `json:"rabbitjob,omitempty"`
 }
 
 // RateLimitResult is a drain under the source's rate_limit.

@@ -37,6 +37,7 @@ type session struct {
 	ch   *amqp.Channel
 	tag  string
 	buf  chan amqp.Delivery // deliveries not yet returned by Receive
+	acks ackLedger          // what Ack acked on ch (multiple acks)
 
 	pubMu   sync.Mutex // one re-publish at a time, so a return is its own
 	pub     *amqp.Channel

@@ -17,57 +17,90 @@ import (
 // ("Jan 1, 1970, 12:33:41 AM", UTC).
 const TimestampLayout = "Jan 2, 2006, 3:04:05 PM"
 
-// basicProperties is the record's basicProperties: every AMQP property,
-// null when unset. amqp091 does not tell an unset deliveryMode or priority
-// from 0: 0 is shown as null (0 is no valid delivery mode).
-type basicProperties struct {
-	ContentType     *string        `json:"contentType"`
-	ContentEncoding *string        `json:"contentEncoding"`
-	Headers         map[string]any `json:"headers"`
-	DeliveryMode    *uint8         `json:"deliveryMode"`
-	Priority        *uint8         `json:"priority"`
-	CorrelationID   *string        `json:"correlationId"`
-	ReplyTo         *string        `json:"replyTo"`
-	Expiration      *string        `json:"expiration"`
-	MessageID       *string        `json:"messageId"`
-	Timestamp       *string        `json:"timestamp"`
-	Type            *string        `json:"type"`
-	UserID          *string        `json:"userId"`
-	AppID           *string        `json:"appId"`
-	ClusterID       *string        `json:"clusterId"` // not in AMQP 0-9-1 deliveries: always null
-	BodySize        int            `json:"bodySize"`
-}
-
-func str(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func octet(n uint8) *uint8 {
-	if n == 0 {
-		return nil
-	}
-	return &n
-}
-
-// propertiesOf maps a delivery's properties.
-func propertiesOf(d *amqp.Delivery) basicProperties {
-	p := basicProperties{
-		ContentType: str(d.ContentType), ContentEncoding: str(d.ContentEncoding),
-		DeliveryMode: octet(d.DeliveryMode), Priority: octet(d.Priority),
-		CorrelationID: str(d.CorrelationId), ReplyTo: str(d.ReplyTo), Expiration: str(d.Expiration),
-		MessageID: str(d.MessageId), Type: str(d.Type), UserID: str(d.UserId), AppID: str(d.AppId),
-		BodySize: len(d.Body),
-	}
-	if !d.Timestamp.IsZero() {
-		p.Timestamp = str(d.Timestamp.UTC().Format(TimestampLayout))
-	}
+// appendProperties appends the record's basicProperties of a delivery:
+// every AMQP property in a fixed order, null when unset, as encoding/json
+// would encode them (record_internal_test.go holds that reference and a
+// fuzz test of the two). amqp091 does not tell an unset deliveryMode or
+// priority from 0: 0 is shown as null (0 is no valid delivery mode).
+// clusterId is not in AMQP 0-9-1 deliveries: always null. It spares the
+// reflection of json.Marshal, once per message.
+func appendProperties(b []byte, d *amqp.Delivery) ([]byte, error) {
+	b = append(b, `{"contentType":`...)
+	b = appendOptString(b, d.ContentType)
+	b = append(b, `,"contentEncoding":`...)
+	b = appendOptString(b, d.ContentEncoding)
+	b = append(b, `,"headers":`...)
 	if len(d.Headers) > 0 {
-		p.Headers = headersJSON(d.Headers)
+		h, err := json.Marshal(headersJSON(d.Headers))
+		if err != nil {
+			return b, err
+		}
+		b = append(b, h...)
+	} else {
+		b = append(b, "null"...)
 	}
-	return p
+	b = append(b, `,"deliveryMode":`...)
+	b = appendOptOctet(b, d.DeliveryMode)
+	b = append(b, `,"priority":`...)
+	b = appendOptOctet(b, d.Priority)
+	b = append(b, `,"correlationId":`...)
+	b = appendOptString(b, d.CorrelationId)
+	b = append(b, `,"replyTo":`...)
+	b = appendOptString(b, d.ReplyTo)
+	b = append(b, `,"expiration":`...)
+	b = appendOptString(b, d.Expiration)
+	b = append(b, `,"messageId":`...)
+	b = appendOptString(b, d.MessageId)
+	b = append(b, `,"timestamp":`...)
+	if d.Timestamp.IsZero() {
+		b = append(b, "null"...)
+	} else {
+		// The layout's words, digits and punctuation need no escaping.
+		b = append(b, '"')
+		b = d.Timestamp.UTC().AppendFormat(b, TimestampLayout)
+		b = append(b, '"')
+	}
+	b = append(b, `,"type":`...)
+	b = appendOptString(b, d.Type)
+	b = append(b, `,"userId":`...)
+	b = appendOptString(b, d.UserId)
+	b = append(b, `,"appId":`...)
+	b = appendOptString(b, d.AppId)
+	b = append(b, `,"clusterId":null,"bodySize":`...)
+	b = strconv.AppendInt(b, int64(len(d.Body)), 10)
+	return append(b, '}'), nil
+}
+
+// appendOptString appends s as a JSON string, null when empty.
+func appendOptString(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, "null"...)
+	}
+	return appendString(b, s)
+}
+
+// appendOptOctet appends n, null when 0.
+func appendOptOctet(b []byte, n uint8) []byte {
+	if n == 0 {
+		return append(b, "null"...)
+	}
+	return strconv.AppendUint(b, uint64(n), 10)
+}
+
+// appendString appends s as encoding/json encodes a string: as it is when
+// every byte is printable ASCII that needs no escape (the common case),
+// else through json.Marshal (its escapes, HTML-safe, and invalid UTF-8 as
+// U+FFFD).
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // HeadersJSON maps AMQP headers as records show them (see headersJSON);
@@ -164,24 +197,26 @@ func decimal(d amqp.Decimal) json.Number {
 }
 
 // newRecord is the Pipes RabbitMQ record of a delivery, its fields in
-// order; id is its messageId.
+// order; id is its messageId. The fields' JSON shares one buffer.
 func newRecord(d *amqp.Delivery, id string, arnJSON, keyJSON json.RawMessage) (*pipe.Record, error) {
-	props, err := json.Marshal(propertiesOf(d))
+	b := make([]byte, 0, 320+len(id))
+	b = appendString(b, id)
+	idEnd := len(b)
+	b, err := appendProperties(b, d)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the properties of a delivery: %w", err)
 	}
-	idJSON, _ := json.Marshal(id)
 	redelivered := json.RawMessage("false")
 	if d.Redelivered {
 		redelivered = json.RawMessage("true")
 	}
 	return &pipe.Record{
 		Fields: []pipe.RecordField{
-			{Name: "messageId", Value: idJSON},
-			{Name: "eventSource", Value: json.RawMessage(`"` + pipe.EventSourceRabbitMQ + `"`)},
+			{Name: "messageId", Value: b[:idEnd:idEnd]},
+			{Name: "eventSource", Value: eventSourceJSON},
 			{Name: "eventSourceArn", Value: arnJSON},
 			{Name: "eventSourceKey", Value: keyJSON},
-			{Name: "basicProperties", Value: props},
+			{Name: "basicProperties", Value: b[idEnd:len(b):len(b)]},
 			{Name: "redelivered", Value: redelivered},
 			{Name: "data"},
 		},
@@ -189,6 +224,9 @@ func newRecord(d *amqp.Delivery, id string, arnJSON, keyJSON json.RawMessage) (*
 		Unfilterable: unfilterable,
 	}, nil
 }
+
+// eventSourceJSON is the record's eventSource.
+var eventSourceJSON = json.RawMessage(`"` + pipe.EventSourceRabbitMQ + `"`)
 
 // unfilterable are the fields the poller adds, which filters do not see.
 var unfilterable = []string{"eventSource", "eventSourceArn", "eventSourceKey"}

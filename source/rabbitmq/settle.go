@@ -42,17 +42,16 @@ const (
 	rejectNow                   // basic.reject requeue now: past a delivery limit the broker keeps
 )
 
-// Ack acks the messages (basic.ack): they are done. A receipt that is
-// unknown, or whose channel closed, is reported in a *pipe.SettleError with
-// SenderFault (the broker redelivers those). It does not block on the
-// broker (acks have no answer) and is safe for concurrent use.
+// Ack acks the messages (basic.ack): they are done. The oldest
+// deliveries of a channel go with one multiple ack when every delivery
+// before them was acked (see ackLedger), the others one by one. A receipt
+// that is unknown, or whose channel closed, is reported in a
+// *pipe.SettleError with SenderFault (the broker redelivers those). It
+// does not block on the broker (acks have no answer) and is safe for
+// concurrent use.
 func (s *Source) Ack(ctx context.Context, msgs []*pipe.Message) error {
 	es, failed := s.claim(msgs)
-	for _, e := range es {
-		if err := e.sess.ch.Ack(e.tag, false); err != nil {
-			failed[e.handle] = staleOr(err)
-		}
-	}
+	s.ackEntries(es, failed)
 	return settleError(opAck, failed)
 }
 
