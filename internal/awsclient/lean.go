@@ -54,3 +54,10 @@ func (c leanClient) Do(req *http.Request) (*http.Response, error) { return c.t.R
 
 // CloseIdleConnections closes the idle keep-alive connections.
 func (c leanClient) CloseIdleConnections() { c.t.CloseIdleConnections() }
+
+// IsLean reports whether hc is an HTTP client LeanHTTPClient made (one
+// over internal/h1).
+func IsLean(hc aws.HTTPClient) bool {
+	_, ok := hc.(leanClient)
+	return ok
+}

@@ -14,7 +14,9 @@ import (
 
 // TestOnCallCountsEveryAttemptIncludingSDKRetries uses an HTTP server that
 // answers GetQueueAttributes and fails every ReceiveMessage with a 500, so
-// that the SDK retries it.
+// that the SDK retries it. The receive's first attempt is direct's (see
+// directAPI); on its 500 the SDK client makes the call with its own three
+// attempts: four in all.
 func TestOnCallCountsEveryAttemptIncludingSDKRetries(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -47,8 +49,8 @@ func TestOnCallCountsEveryAttemptIncludingSDKRetries(t *testing.T) {
 	if _, err := src.Receive(t.Context(), 10); err == nil {
 		t.Fatalf("Receive succeeded against a failing server")
 	}
-	if got := calls.get("ReceiveMessage"); got != 3 {
-		t.Errorf("OnCall saw %d ReceiveMessage attempts, want 3", got)
+	if got := calls.get("ReceiveMessage"); got != 4 {
+		t.Errorf("OnCall saw %d ReceiveMessage attempts, want 4 (direct's and the SDK's 3)", got)
 	}
 	if got := calls.get("GetQueueAttributes"); got != 1 {
 		t.Errorf("OnCall saw %d GetQueueAttributes attempts, want 1", got)

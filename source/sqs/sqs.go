@@ -142,7 +142,11 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 	// HTTP client or h1 is turned off.
 	awsCfg.HTTPClient = awsclient.LeanHTTPClient(awsCfg.HTTPClient, leanIdlePerHost)
 	client := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
-	return newSource(cfg, client, client.Options().Region), nil
+	var api sqsAPI = client
+	if d := newDirect(ctx, client.Options(), cfg.OnCall); d != nil {
+		api = directAPI{sqsAPI: client, d: d}
+	}
+	return newSource(cfg, api, client.Options().Region), nil
 }
 
 // newSource makes a source around api; tests give it a fake.
