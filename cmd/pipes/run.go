@@ -39,6 +39,7 @@ const defaultMetricsAddr = "127.0.0.1:9464"
 type runFlags struct {
 	files            []string
 	aws              []string // EventBridge Pipes definitions, imported in memory (import.go)
+	params           []string // --param Key=Value for the --aws definitions
 	metricsAddr      string
 	metricsAddrSet   bool // --metrics-addr was given: a busy address fails the run
 	logFormat        string
@@ -66,6 +67,7 @@ func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder (repeatable)")
 	fl.StringArrayVar(&f.aws, "aws", nil, "EventBridge Pipes definition to run (describe-pipe JSON, CreatePipe body, CloudFormation/SAM/CDK template), imported in memory (repeatable)")
+	fl.StringArrayVar(&f.params, "param", nil, "Key=Value for a template parameter, a pseudo parameter (AWS::Region) or a reference of the --aws definitions, as pipes import aws takes it; over an environment variable of the parameter's name (repeatable)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", defaultMetricsAddr, `address for /metrics, /healthz, /readyz and /status ("" turns it off); when the default is in use, a free port is taken instead (and logged)`)
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "runner log level: debug, info, warn or error (pipes' execution logs follow each pipe's logging.level)")
@@ -120,7 +122,7 @@ func loadSpecs(reg *pipes.Registry, files []string) ([]config.Pipe, error) {
 // through the run's logger, and a second one cuts the stop short.
 func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io.Writer) error {
 	reg := pipes.NewRegistry()
-	specs, err := loadRunSpecs(reg, f.files, f.aws, stderr)
+	specs, err := loadRunSpecs(reg, f.files, f.aws, f.params, stderr)
 	if err != nil {
 		return err
 	}
@@ -171,7 +173,7 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 		return err
 	}
 	defer page.stop()
-	load := func() ([]config.Pipe, error) { return loadRunSpecs(reg, f.files, f.aws, io.Discard) }
+	load := func() ([]config.Pipe, error) { return loadRunSpecs(reg, f.files, f.aws, f.params, io.Discard) }
 	runner := newSupervisor(reg, env, load, log)
 	runner.onStart, runner.onRemove = page.started, page.removed
 	in.runStarted(log, f.shutdownTimeout, runner.Abort)
