@@ -19,6 +19,7 @@ func newRabbitSource(_ context.Context, s config.Pipe, env *Env) (pipe.Source, e
 		MaxReceiveCount: src.MaxReceiveCount, ManagementURL: src.ManagementURL,
 		DeadLetterExchange: src.DeadLetterExchange, DeliveryLimit: src.DeliveryLimit,
 		Logger: env.Logger.With("pipe", s.Name),
+		URLAt:  src.EndpointPos.String(), QueueAt: src.QueuePos.String(),
 	})
 }
 

@@ -132,6 +132,11 @@ type Source struct {
 	DeliveryLimit      int
 
 	Pos Pos
+	// QueuePos is where the queue is named (queue_url, queue_arn,
+	// queue_name or queue), EndpointPos where the server is (endpoint, or a
+	// rabbitmq source's url); zero when the key is absent. Errors about
+	// reaching the queue point there.
+	QueuePos, EndpointPos Pos
 }
 
 // IsFIFO reports whether the source is a FIFO queue: a memory source with

@@ -69,6 +69,9 @@ func (a awsFlags) apply(specs []config.Pipe) []config.Pipe {
 		s := &specs[i]
 		if s.Source.Type == "sqs" {
 			set(&s.Source.Region, &s.Source.Endpoint)
+			if a.endpoint != "" {
+				s.Source.EndpointPos = config.Pos{}
+			}
 		}
 		if e := s.Enrichment; e != nil && e.Type == "lambda" {
 			set(&e.Region, &e.Endpoint)
