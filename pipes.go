@@ -362,6 +362,8 @@ func newSQSSource(ctx context.Context, s config.Pipe, env *Env) (pipe.Source, er
 		VisibilityTimeout: s.Source.VisibilityTimeout,
 		OnCall:            func(op string) { m.CountCall(name, op) },
 		Logger:            env.Logger.With("pipe", name),
+		QueueAt:           s.Source.QueuePos.String(),
+		EndpointAt:        s.Source.EndpointPos.String(),
 	})
 }
 

@@ -20,6 +20,7 @@ func newRabbitSource(_ context.Context, s config.Pipe, env *Env) (pipe.Source, e
 		DeadLetterExchange: src.DeadLetterExchange, DeadLetterRoutingKey: src.DeadLetterRoutingKey,
 		DeliveryLimit: src.DeliveryLimit,
 		Logger:        env.Logger.With("pipe", s.Name),
+		URLAt:         src.EndpointPos.String(), QueueAt: src.QueuePos.String(),
 	})
 }
 

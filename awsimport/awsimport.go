@@ -38,7 +38,10 @@ type Options struct {
 	// LookupEnv, when set, resolves at import time the values that would
 	// otherwise be left as `${ENV}` references: a template parameter or a
 	// pseudo parameter whose variable (as Result.Env names it) is set is
-	// replaced by its value. `pipes run --aws` sets it; `pipes import aws`
+	// replaced by its value. A template parameter is also read from the
+	// variable of its own name (QueueUrl as well as QUEUE_URL), and the
+	// environment wins over the parameter's Default; Params win over the
+	// environment. `pipes run --aws` sets it; `pipes import aws`
 	// does not, so that the file it writes stays portable.
 	LookupEnv func(string) (string, bool)
 }

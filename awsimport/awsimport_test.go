@@ -359,3 +359,140 @@ func TestSecretsOfTheTemplateAreNeverCopied(t *testing.T) {
 		}
 	}
 }
+
+// --param AWS::Region writes the region into every AWS stage, so that the
+// imported file runs without AWS_REGION: the template's queues take it,
+// an ARN keeps its own.
+func TestRegionParamIsWrittenIntoTheAWSStages(t *testing.T) {
+	doc := `
+Resources:
+  In: {Type: AWS::SQS::Queue, Properties: {QueueName: in}}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt In.Arn
+      Enrichment: arn:aws:lambda:us-west-2:123456789012:function:enrich
+      Target: arn:aws:sns:ap-south-1:123456789012:out
+`
+	res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{Params: map[string]string{"AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Source, Enrichment, Target map[string]any
+	}
+	if err := yaml.Unmarshal(res.YAML, &p); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		stage  string
+		got    any
+		region string
+	}{{"source", p.Source["region"], "eu-west-1"}, {"enrichment", p.Enrichment["region"], "us-west-2"}, {"target", p.Target["region"], "ap-south-1"}} {
+		if c.got != c.region {
+			t.Errorf("%s region = %v, want %s\n%s", c.stage, c.got, c.region, res.YAML)
+		}
+	}
+	// The file loads and builds with no AWS_REGION: the region is in it.
+	specs, err := config.Loader{LookupEnv: func(string) (string, bool) { return "", false }}.Parse("t.yaml", res.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if specs[0].Source.Region != "eu-west-1" {
+		t.Errorf("loaded source region %q", specs[0].Source.Region)
+	}
+	res, err = awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(res.YAML), "region:") {
+		t.Errorf("without --param AWS::Region the region is the AWS configuration's, got\n%s", res.YAML)
+	}
+}
+
+// An API destination's InvocationRateLimitPerSecond is the source's
+// rate_limit (messages received per second: one call each, batch: false),
+// said in a note; one that is not a number is named as left out.
+func TestInvocationRateLimitBecomesTheSourcesRateLimit(t *testing.T) {
+	doc := func(rate string) string {
+		return `
+Parameters:
+  Rate: {Type: String}
+Resources:
+  In: {Type: AWS::SQS::Queue, Properties: {QueueName: in}}
+  Dest:
+    Type: AWS::Events::ApiDestination
+    Properties: {HttpMethod: POST, InvocationEndpoint: "https://api.example.com/x", InvocationRateLimitPerSecond: ` + rate + `}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties: {Source: !GetAtt In.Arn, Target: !GetAtt Dest.Arn}
+`
+	}
+	res, err := awsimport.Import("t.yaml", []byte(doc("25")), awsimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := config.Loader{}.Parse("t.yaml", res.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := specs[0].Source.RateLimit; got != 25 {
+		t.Errorf("rate_limit = %v, want 25\n%s", got, res.YAML)
+	}
+	if specs[0].Target.Batch || len(res.LeftOut) != 0 {
+		t.Errorf("batch %v, left out %v", specs[0].Target.Batch, res.LeftOut)
+	}
+	if !strings.Contains(report(res), "InvocationRateLimitPerSecond: the API destination's 25 invocations per second are the source's rate_limit") {
+		t.Errorf("no note of the rate limit:\n%s", report(res))
+	}
+	res, err = awsimport.Import("t.yaml", []byte(doc("!Ref Rate")), awsimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(res.YAML), "rate_limit") || len(res.LeftOut) != 1 || !strings.HasSuffix(res.LeftOut[0].Path, "InvocationRateLimitPerSecond") {
+		t.Errorf("a rate known at deploy time: left out %v, file\n%s", res.LeftOut, res.YAML)
+	}
+}
+
+// At run time (LookupEnv) a template parameter is read from the variable
+// of its own name or its upper-case name, over the parameter's Default;
+// --param wins over both.
+func TestTemplateParametersComeFromTheEnvironmentAtRunTime(t *testing.T) {
+	doc := `
+Parameters:
+  QueueUrl: {Type: String, Default: "https://sqs.us-east-1.amazonaws.com/1/default"}
+  TopicArn: {Type: String, Default: "arn:aws:sns:us-east-1:1:default"}
+Resources:
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties: {Source: !Sub "arn:aws:sqs:us-east-1:1:in", Target: !Ref TopicArn}
+`
+	env := map[string]string{"TopicArn": "arn:aws:sns:us-east-1:1:from-env", "TOPIC_ARN": "arn:aws:sns:us-east-1:1:upper"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	for _, tt := range []struct {
+		name   string
+		params map[string]string
+		lookup func(string) (string, bool)
+		want   string
+	}{
+		{"the default without the environment", nil, nil, "default"},
+		{"the variable of the parameter's name", nil, lookup, "from-env"},
+		{"the upper-case variable", nil, func(k string) (string, bool) {
+			if k == "TOPIC_ARN" {
+				return env[k], true
+			}
+			return "", false
+		}, "upper"},
+		{"--param over the environment", map[string]string{"TopicArn": "arn:aws:sns:us-east-1:1:param"}, lookup, "param"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{Params: tt.params, LookupEnv: tt.lookup})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "topic_arn: arn:aws:sns:us-east-1:1:" + tt.want + "\n"; !strings.Contains(string(res.YAML), want) {
+				t.Errorf("got\n%s\nwant %s", res.YAML, want)
+			}
+		})
+	}
+}

@@ -44,6 +44,7 @@ Resources:
 	// source:
 	//   type: sqs
 	//   queue_name: orders
+	//   region: eu-west-1
 	// filter:
 	//   patterns:
 	//     - body:
@@ -51,6 +52,7 @@ Resources:
 	// target:
 	//   type: sqs
 	//   queue_url: https://sqs.eu-west-1.amazonaws.com/${AWS_ACCOUNT_ID}/shipping
+	//   region: eu-west-1
 	//   input_template: '{"order": <$.body.id>}'
 	// set: [AWS_ACCOUNT_ID] left out: 0
 }

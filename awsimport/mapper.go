@@ -22,6 +22,10 @@ type mapper struct {
 	name string // the pipe's name, for variable names
 	// dropped is set when the pipe as a whole cannot be imported.
 	dropped bool
+	// rateLimit is the lowest InvocationRateLimitPerSecond of the pipe's
+	// API destinations (0: none), and rateFrom where it was read.
+	rateLimit int
+	rateFrom  string
 }
 
 // at is the input path of a property of the definition.
@@ -116,6 +120,15 @@ func (m *mapper) pipe(props map[string]any, logical string) (*yaml.Node, string)
 	if m.dropped {
 		return nil, ""
 	}
+	if m.rateLimit > 0 {
+		// InvocationRateLimitPerSecond caps the calls per second to the
+		// API destination. pipes has no such key on an http stage; the
+		// source's rate_limit caps the messages received per second, and
+		// with batch: false each message makes at most one call, so the
+		// calls per second stay at or below it as well.
+		src.set("rate_limit", m.rateLimit)
+		m.note(m.rateFrom, "the API destination's %d invocations per second are the source's rate_limit: at most %d messages are received per second, each making at most one call (batch: false)", m.rateLimit, m.rateLimit)
+	}
 	p.set("source", src)
 	if filter != nil {
 		p.set("filter", filter)
@@ -187,6 +200,7 @@ func (m *mapper) source(props map[string]any) *omap {
 		default:
 			o.set("queue_arn", e.arn)
 		}
+		m.setRegion(o, e)
 		qp := mapping(sp["SqsQueueParameters"])
 		qpath := m.at("SourceParameters", "SqsQueueParameters")
 		m.number(o, "batch_size", qp, "BatchSize", qpath)
@@ -320,6 +334,7 @@ func (m *mapper) enrichment(props map[string]any) *omap {
 	case "lambda":
 		o.set("type", "lambda")
 		o.set("function_name", m.functionName(e, path))
+		m.setRegion(o, e)
 	case "apidest", "apigw":
 		o.set("type", "http")
 		m.http(o, e, mapping(ep["HttpParameters"]), m.at("EnrichmentParameters", "HttpParameters"), false)
@@ -364,6 +379,7 @@ func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string, targ
 				rawURL = m.r.envRef(envName(baseID(e.logical), "InvocationEndpoint"))
 			}
 			m.connection(mapping(e.res["Properties"])["ConnectionArn"], rpath+".ConnectionArn", headers, query)
+			m.invocationRate(e, rpath)
 		} else {
 			id := envName(strings.Split(strings.TrimPrefix(e.resource, "api-destination/"), "/")[0])
 			rawURL = m.r.envRef(id + "_URL")
@@ -529,6 +545,7 @@ func (m *mapper) target(props map[string]any) *omap {
 		} else {
 			o.set("queue_url", queueURL(e))
 		}
+		m.setRegion(o, e)
 		qp := mapping(tp["SqsQueueParameters"])
 		qpath := tpath + ".SqsQueueParameters"
 		m.strKey(o, "message_group_id", qp, "MessageGroupId", qpath)
@@ -536,6 +553,7 @@ func (m *mapper) target(props map[string]any) *omap {
 	case "sns":
 		o.set("type", "sns")
 		o.set("topic_arn", m.r.text(&e))
+		m.setRegion(o, e)
 	case "bus":
 		o.set("type", "eventbridge")
 		if e.res != nil {
@@ -543,6 +561,7 @@ func (m *mapper) target(props map[string]any) *omap {
 		} else {
 			o.set("event_bus_name", m.r.text(&e))
 		}
+		m.setRegion(o, e)
 		bp := mapping(tp["EventBridgeEventBusParameters"])
 		bpath := tpath + ".EventBridgeEventBusParameters"
 		m.strKey(o, "detail_type", bp, "DetailType", bpath)
@@ -559,6 +578,7 @@ func (m *mapper) target(props map[string]any) *omap {
 	case "lambda":
 		o.set("type", "lambda")
 		o.set("function_name", m.functionName(e, path))
+		m.setRegion(o, e)
 		lp := mapping(tp["LambdaFunctionParameters"])
 		switch it := m.r.str(lp["InvocationType"], tpath+".LambdaFunctionParameters.InvocationType"); it {
 		case "", "REQUEST_RESPONSE":
@@ -583,6 +603,43 @@ func (m *mapper) target(props map[string]any) *omap {
 		}
 	}
 	return o
+}
+
+// setRegion writes `region:` into an AWS source, enrichment or target
+// when the import was given the region (--param AWS::Region=...): the
+// region of the endpoint's ARN when it names one, else that region. Without
+// it the file leaves the region to the AWS configuration (AWS_REGION).
+func (m *mapper) setRegion(o *omap, e endpoint) {
+	if _, ok := m.r.params["AWS::Region"]; !ok {
+		return
+	}
+	region := e.region
+	if region == "" || strings.Contains(region, "${") {
+		region, _ = m.r.pseudo("AWS::Region")
+	}
+	if region != "" {
+		o.set("region", region)
+	}
+}
+
+// invocationRate reads an API destination's InvocationRateLimitPerSecond
+// (rpath is its Properties' path): the pipe's lowest becomes its source's
+// rate_limit; one that is not a number is left out.
+func (m *mapper) invocationRate(e endpoint, rpath string) {
+	v, ok := mapping(e.res["Properties"])["InvocationRateLimitPerSecond"]
+	if !ok {
+		return
+	}
+	path := rpath + ".InvocationRateLimitPerSecond"
+	s := unescape(m.r.str(v, path))
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		m.leftOut(path, "%q is not a whole number of invocations per second above 0, so no rate_limit is set", s)
+		return
+	}
+	if m.rateLimit == 0 || n < m.rateLimit {
+		m.rateLimit, m.rateFrom = n, path
+	}
 }
 
 // queueURL builds an SQS queue's URL from its ARN.

@@ -32,6 +32,22 @@ func (r *resolver) envRef(name string) string {
 	return "${" + name + "}"
 }
 
+// paramFromEnv is a template parameter's value from the environment,
+// when the import resolves it (Options.LookupEnv): the variable of the
+// parameter's own name (QueueUrl), else of its Result.Env name
+// (QUEUE_URL). It wins over the parameter's Default; --param wins over it.
+func (r *resolver) paramFromEnv(name string) (string, bool) {
+	if r.lookupEnv == nil {
+		return "", false
+	}
+	for _, n := range []string{name, envName(name)} {
+		if v, ok := r.lookupEnv(n); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 // envName turns names like "OrdersQueue" and "Arn" into ORDERS_QUEUE_ARN.
 func envName(parts ...string) string {
 	var b strings.Builder
@@ -227,6 +243,9 @@ func (r *resolver) ref(name, path string) string {
 		}
 	}
 	if p, ok := r.tmplParam[name]; ok {
+		if v, ok := r.paramFromEnv(name); ok {
+			return escape(v)
+		}
 		if def, has := mapping(p)["Default"]; has {
 			if l, isList := def.([]any); isList {
 				parts := make([]string, len(l))

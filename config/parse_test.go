@@ -30,7 +30,8 @@ func TestDefaultsOfAMinimalFile(t *testing.T) {
 		Source: Source{
 			Type: "sqs", QueueName: "orders", BatchSize: 10, MaxConcurrency: 1000,
 			WaitTime: 20 * time.Second, InitialConcurrency: 5, ScaleUpPerMinute: 300, Unwrap: "none",
-			Pos: Pos{File: "p.yaml", Line: 3, Column: 3},
+			Pos:      Pos{File: "p.yaml", Line: 3, Column: 3},
+			QueuePos: Pos{File: "p.yaml", Line: 4, Column: 15},
 		},
 		Target: Target{
 			Type: "http", URL: "http://localhost:8080/x", Method: "POST", Batch: true,

@@ -176,6 +176,17 @@ func (d *decoder) source(b *block, pipeName string) Source {
 	s.Region = b.str("region")
 	s.Endpoint = b.str("endpoint")
 	b.checkHTTPURL("endpoint", s.Endpoint)
+	for _, k := range []string{"queue_url", "queue_arn", "queue_name", "queue"} {
+		if b.has(k) {
+			s.QueuePos = b.at(k)
+			break
+		}
+	}
+	for _, k := range []string{"endpoint", "url"} {
+		if b.has(k) {
+			s.EndpointPos = b.at(k)
+		}
+	}
 	s.BatchSize = b.integer("batch_size", 10, 1, 10000)
 	s.BatchWindow = b.duration("batch_window", 0, 0, 300*time.Second)
 	if s.Type == "rabbitmq" {

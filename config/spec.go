@@ -138,6 +138,11 @@ type Source struct {
 	DeliveryLimit        int
 
 	Pos Pos
+	// QueuePos is where the queue is named (queue_url, queue_arn,
+	// queue_name or queue), EndpointPos where the server is (endpoint, or a
+	// rabbitmq source's url); zero when the key is absent. Errors about
+	// reaching the queue point there.
+	QueuePos, EndpointPos Pos
 }
 
 // DefaultExchange is how dead_letter_exchange names RabbitMQ's default

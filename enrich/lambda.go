@@ -10,13 +10,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/pipesproject/pipes/internal/awsclient"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -87,7 +87,7 @@ func NewLambda(ctx context.Context, cfg LambdaConfig) (*Lambda, error) {
 	if cfg.AWSConfig != nil {
 		awsCfg = cfg.AWSConfig.Copy()
 	} else {
-		loaded, err := awsconfig.LoadDefaultConfig(ctx)
+		loaded, err := awsclient.Load(ctx, nil)
 		if err != nil {
 			return nil, fmt.Errorf("loading the AWS configuration for lambda enrichment %s: %w", cfg.FunctionName, err)
 		}

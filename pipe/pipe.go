@@ -474,8 +474,15 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 	if !ok {
 		return SourceInfo{ARN: "pipes:" + p.opt.Name}, nil
 	}
-	wait := backoff.Exponential{Base: 500 * time.Millisecond, Max: 5 * time.Minute}
+	// A transient failure (an endpoint that cannot be reached) is tried
+	// again soon; a permanent one (a missing queue, access denied) from 5 s.
+	// Both back off to a minute between tries. The first failure, and one
+	// that differs from the last, is an ERROR; the same one again a WARN.
+	wait := backoff.Exponential{Base: 500 * time.Millisecond, Max: time.Minute}
+	waitPermanent := backoff.Exponential{Base: 5 * time.Second, Max: time.Minute}
 	start := time.Now()
+	last := ""
+	permanentAttempt := 0
 	for attempt := 1; ; attempt++ {
 		info, err := o.Open(ctx)
 		if err == nil {
@@ -489,7 +496,8 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 			// A running pipe outlives a missing queue or a denied access
 			// (the queue may be created, the role fixed): it backs off,
 			// stays not ready, and says why.
-			delay = max(delay, 5*time.Second)
+			permanentAttempt++
+			delay = waitPermanent.Delay(permanentAttempt)
 		}
 		if ctx.Err() != nil || p.opt.Drain && (IsPermanent(err) || time.Since(start)+delay > drainOpenTimeout) {
 			// A drain is a job that ends: it says why it could not start.
@@ -498,7 +506,12 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 		p.mu.Lock()
 		p.lastErr = err
 		p.mu.Unlock()
-		p.log.Error("opening the source failed, retrying", "error", err, "retry_in", delay.String())
+		if msg := err.Error(); msg != last {
+			last = msg
+			p.log.Error("opening the source failed, retrying", "error", err, "retry_in", delay.String())
+		} else {
+			p.log.Warn("opening the source still fails, retrying", "error", err, "attempt", attempt, "retry_in", delay.String())
+		}
 		if backoff.Sleep(ctx, delay) != nil {
 			return SourceInfo{}, ctx.Err()
 		}

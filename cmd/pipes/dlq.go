@@ -39,14 +39,15 @@ func (f *dlqFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.queue, "queue", "", "the dead-letter queue's name (rabbitmq sources; default: the one queue bound to the source queue's dead-letter exchange)")
 	fl.StringVar(&f.region, "region", "", "the AWS region of the sqs calls (default: the source's region, else the AWS config chain's)")
 	fl.StringVar(&f.profile, "profile", "", "the AWS shared config profile whose credentials and region to use (default: the AWS config chain's, AWS_PROFILE included)")
-	fl.StringVar(&f.endpoint, "endpoint", "", "the SQS endpoint URL, an SQS-compatible server (default: the source's endpoint, else AWS_ENDPOINT_URL_SQS or AWS)")
+	fl.StringVar(&f.endpoint, "endpoint-url", "", "the SQS endpoint URL, an SQS-compatible server (default: the source's endpoint, else AWS_ENDPOINT_URL_SQS or AWS)")
+	fl.StringVar(&f.endpoint, "endpoint", "", "the same as --endpoint-url (the first name of the flag)")
 }
 
 // awsFlagsSet names the AWS flags given, for refusing them where they mean
 // nothing.
 func (f *dlqFlags) awsFlagsSet() []string {
 	var set []string
-	for _, fl := range []struct{ name, value string }{{"--region", f.region}, {"--profile", f.profile}, {"--endpoint", f.endpoint}} {
+	for _, fl := range []struct{ name, value string }{{"--region", f.region}, {"--profile", f.profile}, {"--endpoint-url", f.endpoint}} {
 		if fl.value != "" {
 			set = append(set, fl.name)
 		}
@@ -66,9 +67,10 @@ exchange has the queue of its dead-letter routing key. When no queue or
 several are bound, or the management API is off, it says what it found and
 asks for --queue NAME, which overrides the search.
 
-For an sqs source, --region, --profile and --endpoint override the source's
-region and endpoint and pick an AWS shared config profile (its credentials
-and region); credentials are never printed.`
+For an sqs source, --region, --profile and --endpoint-url (or --endpoint,
+its first name) override the source's region and endpoint and pick an AWS
+shared config profile (its credentials and region); credentials are never
+printed.`
 
 func newDLQCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{

@@ -121,10 +121,24 @@ func importAWSFrom(file string, stdin io.Reader, opts awsimport.Options, stderr 
 // definitions (--aws FILE): each is imported in memory and loaded as a
 // pipeline file. A definition of which anything would be left out is
 // refused: `pipes import aws` shows what and writes a file to edit.
-func loadRunSpecs(reg *pipes.Registry, files, awsFiles []string, stderr io.Writer) ([]config.Pipe, error) {
+//
+// A template parameter takes its value from --param (params, Key=Value),
+// else from the environment variable of its name (QueueUrl, or QUEUE_URL
+// as the import names it), else from its Default.
+func loadRunSpecs(reg *pipes.Registry, files, awsFiles, params []string, stderr io.Writer) ([]config.Pipe, error) {
 	if len(awsFiles) == 0 {
+		if len(params) > 0 {
+			return nil, usageErr(errors.New("--param gives values to the parameters of --aws definitions: give one with --aws FILE"))
+		}
 		return loadSpecs(reg, files)
 	}
+	opts, err := importOptions(params)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	// At run time the environment gives the template's parameters that
+	// --param does not.
+	opts.LookupEnv = os.LookupEnv
 	var specs []config.Pipe
 	if len(files) > 0 {
 		s, err := config.Load(files...)
@@ -134,8 +148,7 @@ func loadRunSpecs(reg *pipes.Registry, files, awsFiles []string, stderr io.Write
 		specs = s
 	}
 	for _, f := range awsFiles {
-		// At run time the environment gives the template's parameters.
-		res, err := importAWSFile(f, awsimport.Options{LookupEnv: os.LookupEnv}, stderr)
+		res, err := importAWSFile(f, opts, stderr)
 		if err != nil {
 			return nil, usageErr(err)
 		}

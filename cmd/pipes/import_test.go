@@ -45,6 +45,7 @@ func TestRunAWSRunsAnImportedSQSToSQSPipeEndToEnd(t *testing.T) {
 	tmpl := fmt.Sprintf(`AWSTemplateFormatVersion: "2010-09-09"
 Parameters:
   SourceArn: {Type: String}
+  TargetArn: {Type: String, Default: "arn:aws:sqs:us-east-1:000000000000:not-this-one"}
 Resources:
   OrdersPipe:
     Type: AWS::Pipes::Pipe
@@ -57,10 +58,10 @@ Resources:
         FilterCriteria:
           Filters:
             - Pattern: '{"body": {"status": ["paid"]}}'
-      Target: %s
+      Target: !Ref TargetArn
       TargetParameters:
         InputTemplate: '{"order": <$.body.id>, "customer": "<$.body.customer>", "pipe": "<aws.pipes.pipe-name>"}'
-`, arn(dstURL))
+`)
 	file := filepath.Join(t.TempDir(), "stack.yaml")
 	if err := os.WriteFile(file, []byte(tmpl), 0o644); err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ Resources:
 	// The import on its own: the file it writes validates.
 	var out, errb bytes.Buffer
 	imported := filepath.Join(t.TempDir(), "pipes.yaml")
-	if code := run(context.Background(), []string{"import", "aws", "--from", file, "-o", imported, "--param", "SourceArn=" + arn(srcURL)}, nil, &out, &errb); code != 0 {
+	if code := run(context.Background(), []string{"import", "aws", "--from", file, "-o", imported, "--param", "SourceArn=" + arn(srcURL), "--param", "TargetArn=" + arn(dstURL)}, nil, &out, &errb); code != 0 {
 		t.Fatalf("import exit %d: %s", code, errb.String())
 	}
 	if code := run(context.Background(), []string{"validate", "-f", imported}, nil, &out, &errb); code != 0 {
@@ -81,16 +82,19 @@ Resources:
 		`{"status":"new","id":2,"customer":"c2"}`,
 		`{"status":"paid","id":3,"customer":"c3"}`)
 
-	// --aws takes no --param: the template's parameter comes from the
-	// environment, under the name the import reports.
-	t.Setenv("SOURCE_ARN", arn(srcURL))
+	// run --aws takes --param as import aws does, over the environment
+	// (SOURCE_ARN, the name the import reports, names another queue); a
+	// parameter no --param gives comes from the variable of its own name,
+	// over the template's Default.
+	t.Setenv("SOURCE_ARN", arn(dstURL))
+	t.Setenv("TargetArn", arn(dstURL))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var runOut, runErr bytes.Buffer
 	done := make(chan int, 1)
 	started := time.Now()
 	go func() {
-		done <- run(ctx, []string{"run", "--aws", file, "--metrics-addr", ""}, nil, &runOut, &runErr)
+		done <- run(ctx, []string{"run", "--aws", file, "--param", "SourceArn=" + arn(srcURL), "--metrics-addr", ""}, nil, &runOut, &runErr)
 	}()
 	waitUntil(t, 90*time.Second, "two messages on the target queue and none left on the source", func() bool {
 		select {
@@ -125,6 +129,34 @@ Resources:
 	}
 	if visible, inflight := sqstest.Count(t, client, srcURL); visible+inflight != 0 {
 		t.Errorf("source queue holds %d visible and %d in flight, want none (the filtered one deleted too)", visible, inflight)
+	}
+}
+
+// run --aws reads --param Key=Value (a bad one is a usage error), and
+// refuses it without --aws.
+func TestRunAWSParamFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "stack.yaml")
+	tmpl := `Parameters:
+  SourceArn: {Type: String}
+Resources:
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties: {Source: !Ref SourceArn, Target: "arn:aws:sns:us-east-1:123456789012:out"}
+`
+	if err := os.WriteFile(file, []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--aws", file, "--param", "SourceArn"}, `--param "SourceArn": want Key=Value`},
+		{[]string{"run", "-f", "../../examples/quickstart/pipeline.yaml", "--param", "A=b"}, "--param gives values to the parameters of --aws definitions"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), tt.args, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), tt.want) {
+			t.Errorf("%q: exit %d, stderr %q, want 2 and %q", tt.args, code, errb.String(), tt.want)
+		}
 	}
 }
 

@@ -652,7 +652,7 @@ target: {type: stdout}
 	if took > 10*time.Second {
 		t.Errorf("took %v to give up on a missing queue, want at once (it is a permanent error)", took)
 	}
-	for _, want := range []string{"pipe orders: opening the source", "pipes-no-such-queue", "The specified queue does not exist"} {
+	for _, want := range []string{"pipe orders: opening the source: " + file + ":3:33: SQS queue pipes-no-such-queue does not exist", "create it with `pipes send --create`, or check `queue_name`"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}

@@ -39,6 +39,8 @@ const defaultMetricsAddr = "127.0.0.1:9464"
 type runFlags struct {
 	files            []string
 	aws              []string // EventBridge Pipes definitions, imported in memory (import.go)
+	params           []string // --param Key=Value for the --aws definitions
+	awsf             awsFlags // --region, --profile, --endpoint-url (awsflags.go)
 	metricsAddr      string
 	metricsAddrSet   bool // --metrics-addr was given: a busy address fails the run
 	logFormat        string
@@ -66,6 +68,7 @@ func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "file", "f", nil, "pipeline file or folder (repeatable)")
 	fl.StringArrayVar(&f.aws, "aws", nil, "EventBridge Pipes definition to run (describe-pipe JSON, CreatePipe body, CloudFormation/SAM/CDK template), imported in memory (repeatable)")
+	fl.StringArrayVar(&f.params, "param", nil, "Key=Value for a template parameter, a pseudo parameter (AWS::Region) or a reference of the --aws definitions, as pipes import aws takes it; over an environment variable of the parameter's name (repeatable)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", defaultMetricsAddr, `address for /metrics, /healthz, /readyz and /status ("" turns it off); when the default is in use, a free port is taken instead (and logged)`)
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "runner log level: debug, info, warn or error (pipes' execution logs follow each pipe's logging.level)")
@@ -73,6 +76,7 @@ func newRunCmd(in *interrupts, stdout, stderr io.Writer) *cobra.Command {
 	fl.BoolVar(&f.drain, "drain", false, "exit 0 once every source is empty and nothing is in flight")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "call no target and delete nothing: print what each target would get, keep the messages hidden while running and release them at exit")
 	fl.Int64Var(&f.maxInflightBytes, "max-inflight-bytes", 256<<20, "budget for the payload bytes of received, unsettled messages across all pipes (0: no limit); the process's memory is a small multiple of it")
+	f.awsf.register(fl, "the sqs sources, lambda enrichments and AWS targets")
 	f.ui.register(fl)
 	f.otel.register(fl)
 	fl.BoolVar(&f.watch, "watch", false, "reload the pipeline files when they change (as SIGHUP does): changed pipes are drained and started again, the others keep running")
@@ -119,8 +123,16 @@ func loadSpecs(reg *pipes.Registry, files []string) ([]config.Pipe, error) {
 // until their sources are empty. The signals of in (nil: none) are logged
 // through the run's logger, and a second one cuts the stop short.
 func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io.Writer) error {
+	if err := f.awsf.check(); err != nil {
+		return usageErr(err)
+	}
+	ctx = f.awsf.context(ctx)
 	reg := pipes.NewRegistry()
-	specs, err := loadRunSpecs(reg, f.files, f.aws, stderr)
+	load := func(stderr io.Writer) ([]config.Pipe, error) {
+		specs, err := loadRunSpecs(reg, f.files, f.aws, f.params, stderr)
+		return f.awsf.apply(specs), err
+	}
+	specs, err := load(stderr)
 	if err != nil {
 		return err
 	}
@@ -171,8 +183,7 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 		return err
 	}
 	defer page.stop()
-	load := func() ([]config.Pipe, error) { return loadRunSpecs(reg, f.files, f.aws, io.Discard) }
-	runner := newSupervisor(reg, env, load, log)
+	runner := newSupervisor(reg, env, func() ([]config.Pipe, error) { return load(io.Discard) }, log)
 	runner.onStart, runner.onRemove = page.started, page.removed
 	in.runStarted(log, f.shutdownTimeout, runner.Abort)
 	defer in.runEnded()

@@ -37,6 +37,7 @@ type sendFlags struct {
 	maxReceiveCount int
 	yes             bool
 	groupID         string
+	awsf            awsFlags // --region, --profile, --endpoint-url (awsflags.go)
 }
 
 func newSendCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -85,6 +86,7 @@ line is named), 2 on bad usage or input that is not events.`,
 	fl.IntVar(&f.maxReceiveCount, "max-receive-count", 5, "the redrive policy's maxReceiveCount (RabbitMQ: x-delivery-limit) of a queue --create makes")
 	fl.BoolVar(&f.yes, "yes", false, "let --create create queues on AWS itself")
 	fl.StringVar(&f.groupID, "group-id", "pipes-send", "the MessageGroupId of plain lines sent to a FIFO queue")
+	f.awsf.register(fl, "the sqs source queue")
 	return cmd
 }
 
@@ -210,11 +212,14 @@ func sendEvents(ctx context.Context, f sendFlags, stdin io.Reader, stdout, stder
 	if f.maxReceiveCount < 1 || f.maxReceiveCount > 1000 {
 		return usageErr(fmt.Errorf("--max-receive-count must be 1..1000, got %d", f.maxReceiveCount))
 	}
+	if err := f.awsf.check(); err != nil {
+		return usageErr(err)
+	}
 	specs, err := loadSpecs(pipes.NewRegistry(), f.files)
 	if err != nil {
 		return err
 	}
-	spec, err := pickPipe(specs, f.pipe)
+	spec, err := pickPipe(f.awsf.apply(specs), f.pipe)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -345,7 +350,7 @@ func sendSQS(ctx context.Context, spec config.Pipe, f sendFlags, events []outgoi
 	if a, err := redrive.ParseQueueARN(src.QueueARN); err == nil {
 		guess = a.Region
 	}
-	client, err := redrive.NewClient(ctx, redrive.ClientConfig{Region: src.Region, Endpoint: src.Endpoint, RegionGuess: guess})
+	client, err := redrive.NewClient(ctx, redrive.ClientConfig{Region: src.Region, Endpoint: src.Endpoint, Profile: f.awsf.profile, RegionGuess: guess})
 	if err != nil {
 		return usageErr(fmt.Errorf("pipe %s: %w", spec.Name, err))
 	}

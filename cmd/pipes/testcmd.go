@@ -33,6 +33,7 @@ type testFlags struct {
 	enrich  bool
 	pipe    string
 	preload bool
+	awsf    awsFlags // --region, --profile, --endpoint-url (awsflags.go)
 }
 
 func newTestCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -67,6 +68,7 @@ No queue or target is contacted.`,
 	fl.BoolVar(&f.preload, "preload", false, "each input line is in the memory source's preload format (default when --input is the pipe's preload file)")
 	fl.BoolVar(&f.enrich, "enrich", false, "call the pipe's enrichment too (it is contacted for real)")
 	fl.StringVar(&f.pipe, "pipe", "", "the pipe to test when the files hold several")
+	f.awsf.register(fl, "a lambda enrichment called with --enrich (--region is also the records' awsRegion)")
 	return cmd
 }
 
@@ -79,9 +81,16 @@ type testResult struct {
 }
 
 func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout, stderr io.Writer) error {
+	if err := f.awsf.check(); err != nil {
+		return usageErr(err)
+	}
+	ctx = f.awsf.context(ctx)
 	byFile, order, err := loadOffline(f.files, f.exclude, f.enrich, stderr)
 	if err != nil {
 		return err
+	}
+	for _, specs := range byFile {
+		f.awsf.apply(specs)
 	}
 	var specs []config.Pipe
 	var pairs [][2]string
@@ -118,7 +127,7 @@ func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout, stderr 
 	}
 	var enr pipe.Enricher
 	if f.enrich {
-		if enr, err = pipes.Enricher(spec); err != nil {
+		if enr, err = pipes.EnricherWith(ctx, spec, nil); err != nil {
 			return usageErr(err)
 		}
 	}

@@ -311,7 +311,7 @@ func runCase(ctx context.Context, spec config.Pipe, c testCase, n int, withEnric
 	}
 	var enr pipe.Enricher
 	if withEnrich {
-		if enr, err = pipes.Enricher(spec); err != nil {
+		if enr, err = pipes.EnricherWith(ctx, spec, nil); err != nil {
 			return "", err
 		}
 	}

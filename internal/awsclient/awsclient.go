@@ -22,16 +22,42 @@ import (
 // instance role, calls that cannot get that role's credentials fail with
 // a pipe.Permanent *CredentialsError saying what to set, instead of the
 // SDK's "failed to refresh cached credentials, no EC2 IMDS role found".
+//
+// A profile given to ctx with WithProfile is loaded as AWS_PROFILE would
+// name it.
 func Load(ctx context.Context, cfg *aws.Config) (aws.Config, error) {
 	if cfg != nil {
 		return cfg.Copy(), nil
 	}
-	c, err := awsconfig.LoadDefaultConfig(ctx)
+	var opts []func(*awsconfig.LoadOptions) error
+	if p := Profile(ctx); p != "" {
+		opts = append(opts, awsconfig.WithSharedConfigProfile(p))
+	}
+	c, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return c, err
 	}
 	explainMissingCredentials(&c)
 	return c, nil
+}
+
+// profileKey is the context key of WithProfile.
+type profileKey struct{}
+
+// WithProfile returns a context whose AWS clients, loaded by Load with no
+// configuration of their own, use the shared config profile (the CLI's
+// --profile, over AWS_PROFILE); "" returns ctx as it is.
+func WithProfile(ctx context.Context, profile string) context.Context {
+	if profile == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, profileKey{}, profile)
+}
+
+// Profile is the profile WithProfile gave ctx, "" when none.
+func Profile(ctx context.Context) string {
+	p, _ := ctx.Value(profileKey{}).(string)
+	return p
 }
 
 // Region returns the region to build a client with: override when set,

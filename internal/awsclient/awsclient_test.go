@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -255,5 +257,34 @@ func BenchmarkClassifyAThrottledCall(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = c.Classify(err)
+	}
+}
+
+// A profile given to the context (the CLI's --profile) is the one Load
+// reads, over AWS_PROFILE; none leaves AWS_PROFILE's.
+func TestLoadReadsTheContextsProfile(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := dir + "/config"
+	if err := os.WriteFile(cfgFile, []byte("[profile flag]\nregion = eu-north-1\n[profile env]\nregion = sa-east-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_CONFIG_FILE", cfgFile)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/none")
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_PROFILE", "env")
+	for _, tt := range []struct {
+		profile, want string
+	}{{"", "sa-east-1"}, {"flag", "eu-north-1"}} {
+		c, err := Load(WithProfile(context.Background(), tt.profile), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Region != tt.want {
+			t.Errorf("profile %q: region %q, want %q", tt.profile, c.Region, tt.want)
+		}
+	}
+	if _, err := Load(WithProfile(context.Background(), "nope"), nil); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("a missing profile: %v, want an error naming it", err)
 	}
 }

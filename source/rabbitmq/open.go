@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -35,7 +37,7 @@ func (s *Source) Open(ctx context.Context) (pipe.SourceInfo, error) {
 	}
 	conn, err := s.dial()
 	if err != nil {
-		return pipe.SourceInfo{}, err
+		return pipe.SourceInfo{}, s.explainDial(err)
 	}
 	q := &queueInfo{}
 	q.facts, q.fromManagement = s.learn(ctx)
@@ -195,4 +197,57 @@ func (s *Source) advise(f queueFacts) {
 	if mrc > 0 && mrc < 5 {
 		s.log.Warn("max_receive_count is below 5: throttled retries may dead-letter messages early", "queue", s.cfg.Queue, "max_receive_count", mrc)
 	}
+}
+
+// dialError is a failed connection said in one line: where the file
+// gives the url, what failed, what to check. It wraps the error it
+// explains (pipe.IsPermanent sees through it); neither holds the password.
+type dialError struct {
+	msg string
+	err error
+}
+
+func (e *dialError) Error() string { return e.msg }
+func (e *dialError) Unwrap() error { return e.err }
+
+// explainDial says dial's error in one line, beginning with where the file
+// gives the url (Config.URLAt) or the queue (QueueAt): a broker that
+// cannot be reached, a refused login, a missing queue. Others are returned
+// as they are. The detail is logged at debug level.
+func (s *Source) explainDial(err error) error {
+	at := func(pos string) string {
+		if pos == "" {
+			return ""
+		}
+		return pos + ": "
+	}
+	addr := net.JoinHostPort(s.uri.Host, fmt.Sprint(s.uri.Port))
+	var msg string
+	var op *net.OpError
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns):
+		msg = fmt.Sprintf("%scannot reach the RabbitMQ broker at %s (no such host %s): check the host in the source's `url`", at(s.cfg.URLAt), addr, dns.Name)
+	case errors.As(err, &op):
+		reason := "the connection failed"
+		if op.Timeout() {
+			reason = "timed out"
+		} else if op.Err != nil {
+			reason = op.Err.Error()
+			if i := strings.LastIndex(reason, ": "); i >= 0 {
+				reason = reason[i+2:]
+			}
+		}
+		msg = fmt.Sprintf("%scannot reach the RabbitMQ broker at %s (%s): check that it is running there and the host and port in the source's `url`", at(s.cfg.URLAt), addr, reason)
+	case errors.Is(err, amqp.ErrCredentials) || errors.Is(err, amqp.ErrSASL):
+		msg = fmt.Sprintf("%sthe RabbitMQ broker at %s refused the login of user %s: check the user and password in the source's `url`", at(s.cfg.URLAt), addr, s.uri.Username)
+	case errors.Is(err, amqp.ErrVhost):
+		msg = fmt.Sprintf("%sthe RabbitMQ broker at %s has no vhost %s, or user %s may not use it: check the path of the source's `url`", at(s.cfg.URLAt), addr, s.uri.Vhost, s.uri.Username)
+	case s.cfg.QueueAt != "" && strings.Contains(err.Error(), "does not exist in vhost"):
+		msg = at(s.cfg.QueueAt) + err.Error()
+	default:
+		return err
+	}
+	s.log.Debug("connecting to RabbitMQ failed", "queue", s.cfg.Queue, "error", err.Error())
+	return &dialError{msg: msg, err: err}
 }

@@ -209,6 +209,10 @@ type Config struct {
 	// Logger receives warnings about the queue and the connection; nil
 	// discards them.
 	Logger *slog.Logger
+	// URLAt and QueueAt, when set, are where the pipeline file gives the
+	// url and the queue ("pipeline.yaml:4:8"): Open's errors about them
+	// begin there.
+	URLAt, QueueAt string
 }
 
 // Source consumes one RabbitMQ queue. Open it before the first Receive and

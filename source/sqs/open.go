@@ -26,7 +26,11 @@ type sqsAPI interface {
 // Open resolves the queue's URL (GetQueueUrl for a name or an ARN) and
 // reads its attributes: ARN, visibility timeout, redrive policy, FIFO. It
 // blocks for those calls. Access denied and a missing queue are
-// pipe.Permanent errors. Open may be called again; the last call wins.
+// pipe.Permanent errors. Those and an endpoint that cannot be reached are
+// said in one line, beginning with where the file names the queue or the
+// endpoint (Config.QueueAt, EndpointAt), and saying what to check; the
+// SDK's text is logged at debug level. Open may be called again; the last
+// call wins.
 func (s *Source) Open(ctx context.Context) (pipe.SourceInfo, error) {
 	url, err := s.resolveURL(ctx)
 	if err != nil {
@@ -37,7 +41,7 @@ func (s *Source) Open(ctx context.Context) (pipe.SourceInfo, error) {
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
 	})
 	if err != nil {
-		return pipe.SourceInfo{}, fmt.Errorf("reading the attributes of SQS queue %s: %w", s.name, classify(err))
+		return pipe.SourceInfo{}, s.explain("GetQueueAttributes", "reading the attributes of SQS queue "+s.name, err)
 	}
 	q, err := s.queueFrom(url, out.Attributes)
 	if err != nil {
@@ -63,7 +67,7 @@ func (s *Source) resolveURL(ctx context.Context) (string, error) {
 	}
 	out, err := s.api.GetQueueUrl(ctx, in)
 	if err != nil {
-		return "", fmt.Errorf("resolving the URL of SQS queue %s: %w", s.name, classify(err))
+		return "", s.explain("GetQueueUrl", "resolving the URL of SQS queue "+s.name, err)
 	}
 	return aws.ToString(out.QueueUrl), nil
 }

@@ -68,6 +68,10 @@ type Config struct {
 	// Payloads, when set, unwraps payloads that live in S3 (Extended
 	// Client pointers, S3 event notifications) as messages are received.
 	Payloads *Payloads
+	// QueueAt and EndpointAt, when set, are where the pipeline file names
+	// the queue and the endpoint ("pipeline.yaml:7:14"): Open's errors
+	// begin with them.
+	QueueAt, EndpointAt string
 }
 
 // Source reads one SQS queue. Open it before the first Receive. All its
@@ -79,6 +83,8 @@ type Source struct {
 	name   string // the queue as configured, for errors and logs
 	log    *slog.Logger
 	region string // the client's region
+	// endpoint is the SQS endpoint the client calls, for errors.
+	endpoint string
 
 	backoffBase time.Duration // first settle retry wait; tests shorten it
 
@@ -146,7 +152,12 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 	if d := newDirect(ctx, client.Options(), cfg.OnCall); d != nil {
 		api = directAPI{sqsAPI: client, d: d}
 	}
-	return newSource(cfg, api, client.Options().Region), nil
+	src := newSource(cfg, api, client.Options().Region)
+	src.endpoint = aws.ToString(client.Options().BaseEndpoint)
+	if src.endpoint == "" {
+		src.endpoint = "https://sqs." + client.Options().Region + ".amazonaws.com"
+	}
+	return src, nil
 }
 
 // newSource makes a source around api; tests give it a fake.
