@@ -24,6 +24,7 @@ type parsed struct {
 
 // parseFile decodes every pipe of one file; problems go to d.errs.
 func (d *decoder) parseFile(data []byte, dir string) []parsed {
+	d.lines = bytes.Split(data, []byte("\n"))
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -360,10 +361,12 @@ func (d *decoder) filter(b *block) *Filter {
 	f.Patterns, f.PatternsPos = d.patterns(b)
 	d.lintPatterns(f.Patterns, f.PatternsPos, b.field("patterns"))
 	if b.has("jq") {
-		f.JQ, f.JQPos = b.strPos("jq")
+		f.JQ, f.JQSpan = b.strSpan("jq")
+		f.JQPos = f.JQSpan.Start
 	}
 	if b.has("expr") {
-		f.Expr, f.ExprPos = b.strPos("expr")
+		f.Expr, f.ExprSpan = b.strSpan("expr")
+		f.ExprPos = f.ExprSpan.Start
 	}
 	return f
 }
@@ -395,11 +398,11 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 	}
 	e.Type = b.enum("type", "", "http", "lambda", "jq")
 	e.URL = b.str("url")
-	e.InputTemplate = b.str("input_template")
+	e.InputTemplate, e.InputTemplateSpan = b.strSpan("input_template")
 	d.lintTemplate(b.at("input_template"), b.field("input_template"), e.InputTemplate)
 	e.Headers = b.headers("headers")
 	e.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
-	e.JQ = b.str("jq")
+	e.JQ, e.JQSpan = b.strSpan("jq")
 	e.Method = b.enum("method", "POST", "GET", "POST", "PUT", "PATCH", "DELETE")
 	e.Batch = b.boolean("batch", true)
 	e.InsecureSkipVerify = b.boolean("insecure_skip_verify", false)
@@ -489,7 +492,7 @@ func (d *decoder) target(b *block) Target {
 	t.Query = b.headers("query")
 	t.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
 	t.InsecureSkipVerify = b.boolean("insecure_skip_verify", false)
-	t.InputTemplate = b.str("input_template")
+	t.InputTemplate, t.InputTemplateSpan = b.strSpan("input_template")
 	d.lintTemplate(b.at("input_template"), b.field("input_template"), t.InputTemplate)
 	t.Func = b.str("func")
 	t.FailOn = b.str("fail_on")

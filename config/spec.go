@@ -176,6 +176,9 @@ type Filter struct {
 	JQPos       Pos
 	Expr        string
 	ExprPos     Pos
+	// JQSpan and ExprSpan say where each character of JQ and Expr is
+	// written, for errors inside them (see Span).
+	JQSpan, ExprSpan Span
 }
 
 // Enrichment is the `enrichment:` block.
@@ -195,6 +198,9 @@ type Enrichment struct {
 	Region       string
 	Endpoint     string
 	Pos          Pos
+	// InputTemplateSpan and JQSpan say where each character of
+	// InputTemplate and JQ is written, for errors inside them (see Span).
+	InputTemplateSpan, JQSpan Span
 }
 
 // DeadLetter is the `dead_letter:` block: a target (same keys as
@@ -234,6 +240,9 @@ type Target struct {
 	InsecureSkipVerify bool          // key `insecure_skip_verify`
 
 	InputTemplate string // key `input_template`
+	// InputTemplateSpan says where each character of InputTemplate is
+	// written, for errors inside it (see Span).
+	InputTemplateSpan Span
 
 	// func: the name a Go program registered its callback under.
 	Func string

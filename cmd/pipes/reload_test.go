@@ -166,13 +166,14 @@ func TestSamePipeSkipsPositionsOnly(t *testing.T) {
 		}
 		return ps[0]
 	}
-	base := "name: a\nsource: {type: memory}\nfilter:\n  patterns: ['{\"a\": [1]}']\ntarget: {type: stdout, headers: {X: y}}\n"
+	base := "name: a\nsource: {type: memory}\nfilter:\n  patterns: ['{\"a\": [1]}']\n  jq: |\n    .a == 1\ntarget: {type: stdout, headers: {X: y}}\n"
 	for _, tc := range []struct {
 		name, doc string
 		same      bool
 	}{
 		{"moved by a comment", "# c\n\n" + base, true},
 		{"another pattern", strings.Replace(base, "[1]", "[2]", 1), false},
+		{"another jq program", strings.Replace(base, ".a == 1", ".a == 2", 1), false},
 		{"another header", strings.Replace(base, "X: y", "X: z", 1), false},
 		{"a key added", base + "logging: {level: info}\n", false},
 	} {
