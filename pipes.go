@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/filter"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/retry"
 	"github.com/pipesproject/pipes/source/memory"
@@ -423,7 +424,15 @@ func newHTTPTarget(_ context.Context, s config.Pipe, env *Env) (pipe.Target, err
 }
 
 func newStdoutTarget(_ context.Context, s config.Pipe, env *Env) (pipe.Target, error) {
-	return stdout.New(stdout.Config{Writer: env.Stdout, Batch: s.Target.Batch, FailOn: s.Target.FailOn}), nil
+	cfg := stdout.Config{Writer: env.Stdout, Batch: s.Target.Batch, FailOn: s.Target.FailOn}
+	if s.Target.FailOnPattern != "" {
+		m, err := filter.CompilePatterns([]string{s.Target.FailOnPattern})
+		if err != nil {
+			return nil, fmt.Errorf("target.fail_on: %w", err)
+		}
+		cfg.FailOnMatch = m
+	}
+	return stdout.New(cfg), nil
 }
 
 func (r *Registry) newFuncTarget(_ context.Context, s config.Pipe, _ *Env) (pipe.Target, error) {

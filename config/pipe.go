@@ -2,7 +2,9 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"regexp"
@@ -496,6 +498,13 @@ func (d *decoder) target(b *block) Target {
 	d.lintTemplate(b.at("input_template"), b.field("input_template"), t.InputTemplate)
 	t.Func = b.str("func")
 	t.FailOn = b.str("fail_on")
+	if path, value, ok := strings.Cut(t.FailOn, "=="); ok && strings.HasPrefix(strings.TrimSpace(path), "$.") {
+		pattern, err := failOnPattern(strings.TrimSpace(path), strings.TrimSpace(value))
+		if err != nil {
+			d.errorf(b.at("fail_on"), b.field("fail_on"), "%v", err)
+		}
+		t.FailOnPattern = pattern
+	}
 	t.Region = b.str("region")
 	t.Endpoint = b.str("endpoint")
 	b.checkHTTPURL("endpoint", t.Endpoint)
@@ -609,4 +618,33 @@ func (b *block) strings(key string, max int) []string {
 		}
 	}
 	return out
+}
+
+// failOnPattern is fail_on's path form, `$.a.b == VALUE`, as the
+// EventBridge pattern {"a":{"b":[VALUE]}}: a dotted path of the record's
+// field names, and a JSON string, number, true, false or null.
+func failOnPattern(path, value string) (string, error) {
+	names := strings.Split(strings.TrimPrefix(path, "$."), ".")
+	for _, n := range names {
+		if n == "" || strings.ContainsAny(n, "[]*' \t\"") {
+			return "", fmt.Errorf("path %q: want field names joined by dots, like $.body.poison", path)
+		}
+	}
+	var v any
+	if err := json.Unmarshal([]byte(value), &v); err != nil {
+		return "", fmt.Errorf("%q after == is not JSON: want a string (in double quotes), a number, true, false or null", value)
+	}
+	switch v.(type) {
+	case map[string]any, []any:
+		return "", fmt.Errorf("%s after == is an object or array: want a string, a number, true, false or null", value)
+	}
+	var pattern any = []any{json.RawMessage(value)}
+	for i := len(names) - 1; i >= 0; i-- {
+		pattern = map[string]any{names[i]: pattern}
+	}
+	out, err := json.Marshal(pattern)
+	if err != nil {
+		return "", fmt.Errorf("making the pattern of %s: %w", path, err)
+	}
+	return string(out), nil
 }

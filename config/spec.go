@@ -297,8 +297,12 @@ type Target struct {
 
 	// stdout: items whose body contains FailOn are reported failed (a
 	// debugging aid that shows the retry and dead-letter lifecycle).
-	// Key `fail_on`.
-	FailOn string
+	// Key `fail_on`. Its path form, `$.body.poison == true`, matches a
+	// field of the record instead of text: FailOnPattern is then that
+	// match as an EventBridge pattern (JSON), and the text is not looked
+	// for.
+	FailOn        string
+	FailOnPattern string
 
 	Pos Pos
 }
