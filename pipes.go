@@ -41,7 +41,8 @@ type Env struct {
 	Broker *memory.Broker
 	// Metrics receives every pipe's series (nil: unregistered).
 	Metrics *pipe.Metrics
-	// Logger receives logs (nil: discard).
+	// Logger receives logs (nil: text on standard error at info level, so
+	// that failures are not lost; slog.New(slog.DiscardHandler) discards).
 	Logger *slog.Logger
 	// Budget bounds in-flight bytes across pipes (nil: no limit).
 	Budget *pipe.Budget
@@ -78,7 +79,7 @@ func (e *Env) defaults() {
 		e.Metrics = pipe.NewMetrics(nil)
 	}
 	if e.Logger == nil {
-		e.Logger = slog.New(slog.DiscardHandler)
+		e.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	if e.Stdout == nil {
 		e.Stdout = os.Stdout
