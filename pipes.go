@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/filter"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/retry"
 	"github.com/pipesproject/pipes/source/memory"
@@ -40,7 +41,8 @@ type Env struct {
 	Broker *memory.Broker
 	// Metrics receives every pipe's series (nil: unregistered).
 	Metrics *pipe.Metrics
-	// Logger receives logs (nil: discard).
+	// Logger receives logs (nil: text on standard error at info level, so
+	// that failures are not lost; slog.New(slog.DiscardHandler) discards).
 	Logger *slog.Logger
 	// Budget bounds in-flight bytes across pipes (nil: no limit).
 	Budget *pipe.Budget
@@ -77,7 +79,7 @@ func (e *Env) defaults() {
 		e.Metrics = pipe.NewMetrics(nil)
 	}
 	if e.Logger == nil {
-		e.Logger = slog.New(slog.DiscardHandler)
+		e.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	if e.Stdout == nil {
 		e.Stdout = os.Stdout
@@ -425,7 +427,15 @@ func newHTTPTarget(_ context.Context, s config.Pipe, env *Env) (pipe.Target, err
 }
 
 func newStdoutTarget(_ context.Context, s config.Pipe, env *Env) (pipe.Target, error) {
-	return stdout.New(stdout.Config{Writer: env.Stdout, Batch: s.Target.Batch, FailOn: s.Target.FailOn}), nil
+	cfg := stdout.Config{Writer: env.Stdout, Batch: s.Target.Batch, FailOn: s.Target.FailOn}
+	if s.Target.FailOnPattern != "" {
+		m, err := filter.CompilePatterns([]string{s.Target.FailOnPattern})
+		if err != nil {
+			return nil, fmt.Errorf("target.fail_on: %w", err)
+		}
+		cfg.FailOnMatch = m
+	}
+	return stdout.New(cfg), nil
 }
 
 func (r *Registry) newFuncTarget(_ context.Context, s config.Pipe, _ *Env) (pipe.Target, error) {

@@ -33,12 +33,12 @@ func checkStages(s config.Pipe) config.Errors {
 		}
 		if f.JQ != "" {
 			if _, err := filter.CompileJQ(f.JQ); err != nil {
-				errs = append(errs, &config.Error{Pos: f.JQPos, Field: "filter.jq", Msg: err.Error()})
+				errs = append(errs, &config.Error{Pos: inside(f.JQSpan, f.JQPos, err), Field: "filter.jq", Msg: err.Error()})
 			}
 		}
 		if f.Expr != "" {
 			if _, err := filter.CompileExpr(f.Expr); err != nil {
-				errs = append(errs, &config.Error{Pos: f.ExprPos, Field: "filter.expr", Msg: err.Error()})
+				errs = append(errs, &config.Error{Pos: inside(f.ExprSpan, f.ExprPos, err), Field: "filter.expr", Msg: err.Error()})
 			}
 		}
 	}
@@ -47,10 +47,28 @@ func checkStages(s config.Pipe) config.Errors {
 	}
 	if src := s.Target.InputTemplate; src != "" {
 		if _, err := template.Parse(src); err != nil {
-			errs = append(errs, &config.Error{Pos: s.Target.Pos, Field: "target.input_template", Msg: err.Error()})
+			errs = append(errs, &config.Error{Pos: inside(s.Target.InputTemplateSpan, s.Target.Pos, err), Field: "target.input_template", Msg: err.Error()})
 		}
 	}
 	return errs
+}
+
+// inside is where in the file err, a jq, expr or template error at an
+// offset of the text of span, is: its own line and column when the error
+// says where, else where the text starts (or block, when unknown).
+func inside(span config.Span, block config.Pos, err error) config.Pos {
+	if span.Start.Line == 0 {
+		return block
+	}
+	var fe *filter.SyntaxError
+	var te *template.SyntaxError
+	switch {
+	case errors.As(err, &fe):
+		return span.At(fe.Offset)
+	case errors.As(err, &te):
+		return span.At(te.Offset)
+	}
+	return span.Start
 }
 
 // templateVars are the reserved variables of a pipe's templates. Without
@@ -78,11 +96,14 @@ func checkEnrichment(e *config.Enrichment) config.Errors {
 	bad := func(field, msg string) {
 		errs = append(errs, &config.Error{Pos: e.Pos, Field: "enrichment." + field, Msg: msg})
 	}
+	badAt := func(span config.Span, field string, err error) {
+		errs = append(errs, &config.Error{Pos: inside(span, e.Pos, err), Field: "enrichment." + field, Msg: err.Error()})
+	}
 	if e.Type == "jq" {
 		if e.InputTemplate != "" {
 			bad("input_template", "a jq enrichment takes no input_template: the jq program is the transformation")
 		} else if _, err := enrich.NewJQ(e.JQ); err != nil {
-			bad("jq", err.Error())
+			badAt(e.JQSpan, "jq", err)
 		}
 		return errs
 	}
@@ -90,7 +111,7 @@ func checkEnrichment(e *config.Enrichment) config.Errors {
 	if e.InputTemplate != "" {
 		t, err := template.Parse(e.InputTemplate)
 		if err != nil {
-			bad("input_template", err.Error())
+			badAt(e.InputTemplateSpan, "input_template", err)
 		}
 		tmpl = t
 	}

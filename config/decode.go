@@ -14,7 +14,9 @@ import (
 
 // decoder walks the yaml.Node tree of one file and collects every problem.
 type decoder struct {
-	file   string
+	file string
+	// lines are the file's lines, to follow text values in it (span).
+	lines  [][]byte
 	lookup func(string) (string, bool)
 	errs   Errors
 	warns  Warnings
@@ -250,6 +252,21 @@ func (b *block) str(key string) string {
 	b.d.rec.field(b.path, key, fieldSpec{Kind: "string"})
 	s, _ := b.d.scalarOf(b.vals[key], b.field(key), "a string")
 	return s.text
+}
+
+// strSpan is key's text and where each of its characters is written (see
+// Span); the zero Span when absent or not a string.
+func (b *block) strSpan(key string) (string, Span) {
+	b.d.rec.field(b.path, key, fieldSpec{Kind: "string"})
+	n := deref(b.vals[key])
+	s, ok := b.d.scalarOf(n, b.field(key), "a string")
+	if !ok {
+		return s.text, Span{}
+	}
+	if s.interpolated {
+		return s.text, Span{Start: s.pos}
+	}
+	return s.text, b.d.span(n, n.Value)
 }
 
 // strPos is key's text and where it is written.

@@ -2,7 +2,9 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"regexp"
@@ -24,6 +26,7 @@ type parsed struct {
 
 // parseFile decodes every pipe of one file; problems go to d.errs.
 func (d *decoder) parseFile(data []byte, dir string) []parsed {
+	d.lines = bytes.Split(data, []byte("\n"))
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -379,10 +382,12 @@ func (d *decoder) filter(b *block) *Filter {
 	f.Patterns, f.PatternsPos = d.patterns(b)
 	d.lintPatterns(f.Patterns, f.PatternsPos, b.field("patterns"))
 	if b.has("jq") {
-		f.JQ, f.JQPos = b.strPos("jq")
+		f.JQ, f.JQSpan = b.strSpan("jq")
+		f.JQPos = f.JQSpan.Start
 	}
 	if b.has("expr") {
-		f.Expr, f.ExprPos = b.strPos("expr")
+		f.Expr, f.ExprSpan = b.strSpan("expr")
+		f.ExprPos = f.ExprSpan.Start
 	}
 	return f
 }
@@ -414,11 +419,11 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 	}
 	e.Type = b.enum("type", "", "http", "lambda", "jq")
 	e.URL = b.str("url")
-	e.InputTemplate = b.str("input_template")
+	e.InputTemplate, e.InputTemplateSpan = b.strSpan("input_template")
 	d.lintTemplate(b.at("input_template"), b.field("input_template"), e.InputTemplate)
 	e.Headers = b.headers("headers")
 	e.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
-	e.JQ = b.str("jq")
+	e.JQ, e.JQSpan = b.strSpan("jq")
 	e.Method = b.enum("method", "POST", "GET", "POST", "PUT", "PATCH", "DELETE")
 	e.Batch = b.boolean("batch", true)
 	e.InsecureSkipVerify = b.boolean("insecure_skip_verify", false)
@@ -508,10 +513,17 @@ func (d *decoder) target(b *block) Target {
 	t.Query = b.headers("query")
 	t.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
 	t.InsecureSkipVerify = b.boolean("insecure_skip_verify", false)
-	t.InputTemplate = b.str("input_template")
+	t.InputTemplate, t.InputTemplateSpan = b.strSpan("input_template")
 	d.lintTemplate(b.at("input_template"), b.field("input_template"), t.InputTemplate)
 	t.Func = b.str("func")
 	t.FailOn = b.str("fail_on")
+	if path, value, ok := strings.Cut(t.FailOn, "=="); ok && strings.HasPrefix(strings.TrimSpace(path), "$.") {
+		pattern, err := failOnPattern(strings.TrimSpace(path), strings.TrimSpace(value))
+		if err != nil {
+			d.errorf(b.at("fail_on"), b.field("fail_on"), "%v", err)
+		}
+		t.FailOnPattern = pattern
+	}
 	t.Region = b.str("region")
 	t.Endpoint = b.str("endpoint")
 	b.checkHTTPURL("endpoint", t.Endpoint)
@@ -625,4 +637,33 @@ func (b *block) strings(key string, max int) []string {
 		}
 	}
 	return out
+}
+
+// failOnPattern is fail_on's path form, `$.a.b == VALUE`, as the
+// EventBridge pattern {"a":{"b":[VALUE]}}: a dotted path of the record's
+// field names, and a JSON string, number, true, false or null.
+func failOnPattern(path, value string) (string, error) {
+	names := strings.Split(strings.TrimPrefix(path, "$."), ".")
+	for _, n := range names {
+		if n == "" || strings.ContainsAny(n, "[]*' \t\"") {
+			return "", fmt.Errorf("path %q: want field names joined by dots, like $.body.poison", path)
+		}
+	}
+	var v any
+	if err := json.Unmarshal([]byte(value), &v); err != nil {
+		return "", fmt.Errorf("%q after == is not JSON: want a string (in double quotes), a number, true, false or null", value)
+	}
+	switch v.(type) {
+	case map[string]any, []any:
+		return "", fmt.Errorf("%s after == is an object or array: want a string, a number, true, false or null", value)
+	}
+	var pattern any = []any{json.RawMessage(value)}
+	for i := len(names) - 1; i >= 0; i-- {
+		pattern = map[string]any{names[i]: pattern}
+	}
+	out, err := json.Marshal(pattern)
+	if err != nil {
+		return "", fmt.Errorf("making the pattern of %s: %w", path, err)
+	}
+	return string(out), nil
 }

@@ -208,6 +208,9 @@ type Filter struct {
 	JQPos       Pos
 	Expr        string
 	ExprPos     Pos
+	// JQSpan and ExprSpan say where each character of JQ and Expr is
+	// written, for errors inside them (see Span).
+	JQSpan, ExprSpan Span
 }
 
 // Enrichment is the `enrichment:` block.
@@ -227,6 +230,9 @@ type Enrichment struct {
 	Region       string
 	Endpoint     string
 	Pos          Pos
+	// InputTemplateSpan and JQSpan say where each character of
+	// InputTemplate and JQ is written, for errors inside them (see Span).
+	InputTemplateSpan, JQSpan Span
 }
 
 // DeadLetter is the `dead_letter:` block: a target (same keys as
@@ -266,6 +272,9 @@ type Target struct {
 	InsecureSkipVerify bool          // key `insecure_skip_verify`
 
 	InputTemplate string // key `input_template`
+	// InputTemplateSpan says where each character of InputTemplate is
+	// written, for errors inside it (see Span).
+	InputTemplateSpan Span
 
 	// func: the name a Go program registered its callback under.
 	Func string
@@ -320,8 +329,12 @@ type Target struct {
 
 	// stdout: items whose body contains FailOn are reported failed (a
 	// debugging aid that shows the retry and dead-letter lifecycle).
-	// Key `fail_on`.
-	FailOn string
+	// Key `fail_on`. Its path form, `$.body.poison == true`, matches a
+	// field of the record instead of text: FailOnPattern is then that
+	// match as an EventBridge pattern (JSON), and the text is not looked
+	// for.
+	FailOn        string
+	FailOnPattern string
 
 	Pos Pos
 }

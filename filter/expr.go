@@ -3,9 +3,11 @@ package filter
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/pipesproject/pipes/pipe"
@@ -52,11 +54,12 @@ type exprAttribute struct {
 
 // CompileExpr compiles a boolean expression once, against the record's
 // typed environment: unknown names and non-boolean results are compile
-// errors. Only expr's built-in functions are available.
+// errors. Only expr's built-in functions are available. An error that expr
+// places in the expression wraps a *SyntaxError.
 func CompileExpr(src string) (*Expr, error) {
 	p, err := expr.Compile(src, expr.Env(&exprRecord{}), expr.AsBool())
 	if err != nil {
-		return nil, fmt.Errorf("compiling expr expression: %w", err)
+		return nil, fmt.Errorf("compiling expr expression: %w", exprSyntaxError(src, err))
 	}
 	return &Expr{program: p}, nil
 }
@@ -109,4 +112,22 @@ func exprEnv(ev *pipe.Event) *exprRecord {
 		r.MessageAttributes[name] = xa
 	}
 	return r
+}
+
+// exprSyntaxError places expr's compile error (its Location counts
+// characters) at a byte offset of the expression.
+func exprSyntaxError(src string, err error) error {
+	var fe *file.Error
+	if !errors.As(err, &fe) || fe.From < 0 {
+		return err
+	}
+	off, n := len(src), 0
+	for i := range src {
+		if n == fe.From {
+			off = i
+			break
+		}
+		n++
+	}
+	return newSyntaxError(src, off, err)
 }

@@ -269,3 +269,36 @@ func TestFiltersAreSafeForConcurrentUse(t *testing.T) {
 }
 
 var errNoMatch = errors.New("no match")
+
+// A jq program that does not parse, or an expr expression that does not
+// compile, says where: the offending token's byte offset, line and column.
+func TestSyntaxErrorsSayWhere(t *testing.T) {
+	tests := []struct {
+		name, src string
+		compile   func(string) error
+		at        string // the text from the offset on
+		line, col int
+	}{
+		{"jq: a stray token", ".a | | .b", jqErr, "| .b", 1, 6},
+		{"jq: on the third line", ".a\n| .b\n| ]", jqErr, "]", 3, 3},
+		{"jq: after a character of two bytes", `"é" | ]`, jqErr, "]", 1, 7},
+		{"jq: an unexpected end", ".a | (", jqErr, "", 1, 7},
+		{"expr: on the second line", "body.a > 1 &&\n  body.b ==", exprErr, "=", 2, 11},
+		{"expr: an unknown name", "bodyy.a > 1", exprErr, "bodyy.a > 1", 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.compile(tt.src)
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("error %v (%T): want a *SyntaxError", err, err)
+			}
+			if tt.src[se.Offset:] != tt.at || se.Line != tt.line || se.Column != tt.col {
+				t.Errorf("at offset %d (%q), line %d, column %d; want %q, line %d, column %d", se.Offset, tt.src[se.Offset:], se.Line, se.Column, tt.at, tt.line, tt.col)
+			}
+		})
+	}
+}
+
+func jqErr(src string) error   { _, err := CompileJQ(src); return err }
+func exprErr(src string) error { _, err := CompileExpr(src); return err }

@@ -376,7 +376,11 @@ func (p *Pipe) Run(ctx context.Context) error {
 		// An abandoned long poll still takes messages on the server (seen
 		// on SQS-compatible servers), which would then stay hidden for their
 		// visibility timeout: the polls are waited for instead.
-		p.log.Info("stopping: waiting for the long polls under way (up to the wait time); what they return is released at once; a second signal stops now",
+		wait := "up to the wait time"
+		if pl, ok := p.opt.Source.(interface{ PollLeft() time.Duration }); ok { // sqs.Source
+			wait = "at most " + pl.PollLeft().Round(time.Second).String() + ", the wait_time left"
+		}
+		p.log.Info("stopping: waiting for the long polls under way ("+wait+"); what they return is released at once; a second signal stops now",
 			"polls", polls, "batches_in_flight", inflight, "shutdown_timeout", p.opt.ShutdownTimeout.String())
 	}
 	p.dispatch(work, pool)

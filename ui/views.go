@@ -9,10 +9,13 @@ type PipeView struct {
 	// Name is the pipe's name.
 	Name string `json:"name"`
 	// State is running, paused, draining (told to stop, finishing its
-	// batches), starting or not ready.
+	// batches), starting, circuit open (the target keeps failing: polling
+	// is held, but the pipe is ready, as /readyz and /status count it:
+	// /status's target_failing) or not ready (its receives keep failing:
+	// /status's source_failing).
 	State string `json:"state"`
-	// Reason says why a pipe is not ready (the source's or the target's
-	// last error, secrets taken out).
+	// Reason says why a pipe is not ready or its circuit open (the
+	// source's or the target's last error, secrets taken out).
 	Reason string `json:"reason,omitempty"`
 	// Circuit is the circuit breaker: closed, or open while the target
 	// keeps failing and polling is held.
@@ -110,6 +113,8 @@ func (s *Server) view(p *pipeState) (PipeView, stats) {
 		v.State = "paused"
 	case !st.Started:
 		v.State = "starting"
+	case st.CircuitOpen:
+		v.State = "circuit open"
 	case !st.Ready:
 		v.State = "not ready"
 	default:

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -82,6 +83,11 @@ type container struct {
 		RunAsNonRoot bool `yaml:"runAsNonRoot"`
 		RunAsUser    int  `yaml:"runAsUser"`
 	} `yaml:"securityContext"`
+	VolumeMounts []struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+		SubPath   string `yaml:"subPath"`
+	} `yaml:"volumeMounts"`
 }
 
 type probe struct {
@@ -157,7 +163,7 @@ func imageTheREADMEBuilds(t *testing.T) string {
 }
 
 // runFlagsOf parses a container's args with pipes run's own flags.
-func runFlagsOf(t *testing.T, args []string) (shutdown time.Duration, budget int64, metricsAddr string, files []string) {
+func runFlagsOf(t *testing.T, args []string) (shutdown time.Duration, budget int64, metricsAddr string, files []string, watch bool) {
 	t.Helper()
 	if len(args) == 0 || args[0] != "run" {
 		t.Fatalf("args %q do not start with run", args)
@@ -171,7 +177,8 @@ func runFlagsOf(t *testing.T, args []string) (shutdown time.Duration, budget int
 	budget, _ = fl.GetInt64("max-inflight-bytes")
 	metricsAddr, _ = fl.GetString("metrics-addr")
 	files, _ = fl.GetStringArray("file")
-	return shutdown, budget, metricsAddr, files
+	watch, _ = fl.GetBool("watch")
+	return shutdown, budget, metricsAddr, files, watch
 }
 
 // TestTheKubernetesManifestsFollowTheCodesRules reads the Deployment of
@@ -182,7 +189,9 @@ func runFlagsOf(t *testing.T, args []string) (shutdown time.Duration, budget int
 // 6 s, memory at least 10 x --max-inflight-bytes (and above the measured
 // RSS), requests equal to limits, probes on /readyz and /healthz at the
 // metrics port, the pipeline file from the ConfigMap mounted where -f
-// points, and (sidecar) a target on localhost at the app's port, which
+// points, as a whole folder (a subPath mount never sees the ConfigMap's
+// updates), with --watch so that an edit is picked up without a restart,
+// and (sidecar) a target on localhost at the app's port, which
 // outlives pipes' drain.
 func TestTheKubernetesManifestsFollowTheCodesRules(t *testing.T) {
 	image := imageTheREADMEBuilds(t)
@@ -227,7 +236,7 @@ func TestTheKubernetesManifestsFollowTheCodesRules(t *testing.T) {
 			if pipes.Image != image || pipes.ImagePullPolicy != "IfNotPresent" {
 				t.Errorf("the pipes image is %s (pull %q), want %s, the image the README builds, pulled if not present", pipes.Image, pipes.ImagePullPolicy, image)
 			}
-			shutdown, budget, metricsAddr, files := runFlagsOf(t, pipes.Args)
+			shutdown, budget, metricsAddr, files, watch := runFlagsOf(t, pipes.Args)
 
 			grace := time.Duration(pod.TerminationGracePeriodSeconds) * time.Second
 			if need := shutdown + sqs.MaxWaitTime + stopMargin; grace < need {
@@ -275,11 +284,27 @@ func TestTheKubernetesManifestsFollowTheCodesRules(t *testing.T) {
 			if len(files) != 1 || !strings.HasPrefix(files[0], "/etc/pipes/") {
 				t.Fatalf("-f %q: want one file under /etc/pipes", files)
 			}
-			var configMap string
+			var configMap, volume string
 			for _, v := range pod.Volumes {
 				if v.ConfigMap != nil {
-					configMap = v.ConfigMap.Name
+					configMap, volume = v.ConfigMap.Name, v.Name
 				}
+			}
+			mounted := false
+			for _, m := range pipes.VolumeMounts {
+				if m.Name != volume {
+					continue
+				}
+				mounted = true
+				if m.MountPath != path.Dir(files[0]) || m.SubPath != "" {
+					t.Errorf("the ConfigMap volume %s is mounted at %s (subPath %q): want the folder of -f, %s, without subPath (a subPath mount does not receive the ConfigMap's updates)", volume, m.MountPath, m.SubPath, path.Dir(files[0]))
+				}
+			}
+			if configMap == "" || !mounted {
+				t.Errorf("no ConfigMap volume mounted in the pipes container (volumes %+v, mounts %+v)", pod.Volumes, pipes.VolumeMounts)
+			}
+			if !watch {
+				t.Errorf("args %q: want --watch, so that an edit of the ConfigMap %s is picked up without a restart", pipes.Args, configMap)
 			}
 			var pipeline []byte
 			if cm, ok := configMaps[configMap]; ok {

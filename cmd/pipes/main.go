@@ -90,7 +90,32 @@ func newRoot(in *interrupts, stdin io.Reader, stdout, stderr io.Writer) *cobra.C
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newRunCmd(in, stdout, stderr), newValidateCmd(stdout, stderr), newTestCmd(stdin, stdout, stderr), newSendCmd(stdin, stdout, stderr), newSchemaCmd(stdout), newDLQCmd(stdout, stderr), newVersionCmd(stdout), newImportCmd(stdin, stdout, stderr))
+	completeFlags(root)
 	return root
+}
+
+// flagValues are the values shell completion offers for the flags that
+// take one of a few words, on every command that has them.
+var flagValues = map[string][]string{
+	"log-format": {"text\tkey=value lines", "json\tJSON lines"},
+	"log-level":  {"debug", "info", "warn", "error"},
+}
+
+// completeFlags makes shell completion (pipes completion bash|zsh|fish|
+// powershell) offer the values of flagValues, and pipeline files (*.yaml,
+// *.yml, and folders) after -f, on cmd and every command under it.
+func completeFlags(cmd *cobra.Command) {
+	for name, values := range flagValues {
+		if cmd.Flags().Lookup(name) != nil {
+			_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+		}
+	}
+	if cmd.Flags().Lookup("file") != nil {
+		_ = cmd.MarkFlagFilename("file", "yaml", "yml")
+	}
+	for _, sub := range cmd.Commands() {
+		completeFlags(sub)
+	}
 }
 
 // interrupts turns SIGINT and SIGTERM into a stop in three steps: the

@@ -276,19 +276,22 @@ func (s *supervisor) Secrets(name string) scrub.Secrets {
 }
 
 // samePipe reports whether two definitions of a pipe are the same, where
-// they are written aside (a line added above a pipe moves it, but does
+// they are written (Pos, Span) aside (a line added above a pipe moves it, but does
 // not change it).
 func samePipe(a, b config.Pipe) bool {
 	return equalSkippingPos(reflect.ValueOf(a), reflect.ValueOf(b))
 }
 
-var posType = reflect.TypeFor[config.Pos]()
+var (
+	posType  = reflect.TypeFor[config.Pos]()
+	spanType = reflect.TypeFor[config.Span]()
+)
 
 func equalSkippingPos(a, b reflect.Value) bool {
 	if a.Type() != b.Type() {
 		return false
 	}
-	if a.Type() == posType {
+	if a.Type() == posType || a.Type() == spanType {
 		return true
 	}
 	switch a.Kind() {

@@ -166,13 +166,14 @@ func TestSamePipeSkipsPositionsOnly(t *testing.T) {
 		}
 		return ps[0]
 	}
-	base := "name: a\nsource: {type: memory}\nfilter:\n  patterns: ['{\"a\": [1]}']\ntarget: {type: stdout, headers: {X: y}}\n"
+	base := "name: a\nsource: {type: memory}\nfilter:\n  patterns: ['{\"a\": [1]}']\n  jq: |\n    .a == 1\ntarget: {type: stdout, headers: {X: y}}\n"
 	for _, tc := range []struct {
 		name, doc string
 		same      bool
 	}{
 		{"moved by a comment", "# c\n\n" + base, true},
 		{"another pattern", strings.Replace(base, "[1]", "[2]", 1), false},
+		{"another jq program", strings.Replace(base, ".a == 1", ".a == 2", 1), false},
 		{"another header", strings.Replace(base, "X: y", "X: z", 1), false},
 		{"a key added", base + "logging: {level: info}\n", false},
 	} {
@@ -193,5 +194,83 @@ func TestABusyMetricsPortSaysHowToChangeIt(t *testing.T) {
 	code, _, stderr := runCLI(t, "run", "--drain", "--metrics-addr", ln.Addr().String(), "-f", "../../examples/quickstart/pipeline.yaml")
 	if code != 1 || !strings.Contains(stderr, "in use") || !strings.Contains(stderr, `--metrics-addr ""`) || !strings.Contains(stderr, "--metrics-addr HOST:PORT") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// configMapVolume lays out a folder as the kubelet mounts a ConfigMap
+// (without subPath): each key is a symlink KEY -> ..data/KEY, and ..data
+// a symlink to a timestamped folder holding the files.
+type configMapVolume struct {
+	t   *testing.T
+	dir string
+	gen int
+	cur string // the timestamped folder ..data points to
+}
+
+func newConfigMapVolume(t *testing.T, files map[string]string) *configMapVolume {
+	v := &configMapVolume{t: t, dir: t.TempDir()}
+	v.update(files)
+	for key := range files {
+		if err := os.Symlink(filepath.Join("..data", key), filepath.Join(v.dir, key)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return v
+}
+
+// update writes the files into a new timestamped folder, points ..data at
+// it with one rename (the kubelet's atomic swap: a symlink ..data_tmp
+// renamed over ..data), and removes the old folder, as the kubelet does.
+func (v *configMapVolume) update(files map[string]string) {
+	t := v.t
+	v.gen++
+	ts := fmt.Sprintf("..2026_04_01_12_00_%02d.%09d", v.gen, 123456789)
+	if err := os.Mkdir(filepath.Join(v.dir, ts), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for key, content := range files {
+		if err := os.WriteFile(filepath.Join(v.dir, ts, key), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := filepath.Join(v.dir, "..data_tmp")
+	if err := os.Symlink(ts, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(v.dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if v.cur != "" {
+		if err := os.RemoveAll(filepath.Join(v.dir, v.cur)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v.cur = ts
+}
+
+// A ConfigMap volume's update under `pipes run --watch`, mimicked as the
+// kubelet makes it (the files' symlinks stay, ..data is swapped by one
+// rename): the changed pipe is drained and started again, whether -f names
+// the mounted file or the mounted folder.
+func TestWatchReloadsAConfigMapVolumeOnItsAtomicSwap(t *testing.T) {
+	pipeline := func(v int) string {
+		return fmt.Sprintf("name: orders\nsource:\n  type: memory\ntarget:\n  type: stdout\n  input_template: '{\"v\": %d}'\n", v)
+	}
+	for _, tt := range []struct{ name, f string }{
+		{"-f the mounted file", "pipeline.yaml"},
+		{"-f the mounted folder", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vol := newConfigMapVolume(t, map[string]string{"pipeline.yaml": pipeline(1)})
+			p := startRunner(t, filepath.Join(vol.dir, tt.f), "--watch", "--log-level", "info")
+			vol.update(map[string]string{"pipeline.yaml": pipeline(2)})
+			waitUntil(t, 30*time.Second, "the --watch reload after the ..data swap", func() bool {
+				return strings.Contains(p.stderr.String(), `msg="pipeline files reloaded" changed=1 added=0 removed=0 unchanged=0`)
+			})
+			if n := strings.Count(p.stderr.String(), `msg="pipe started" pipe=orders`); n != 2 {
+				t.Errorf("pipe orders started %d times, want 2 (again after the swap):\n%s", n, p.stderr)
+			}
+			stopRunner(t, p)
+		})
 	}
 }

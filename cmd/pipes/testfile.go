@@ -286,9 +286,10 @@ func runTestFiles(ctx context.Context, pairs [][2]string, specs map[string][]con
 			}
 		}
 	}
+	// The summary, once: a failure exits 1 without repeating it on stderr.
 	fmt.Fprintf(stdout, "%d passed, %d failed\n", passed, failed)
 	if failed > 0 {
-		return runtimeErr(fmt.Errorf("%d of %d test case(s) failed", failed, passed+failed))
+		return runtimeErr(errors.New(""))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package sqs
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -35,7 +36,9 @@ func (s *Source) Receive(ctx context.Context, limit int) ([]*pipe.Message, error
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
 	}
+	s.polls.begin(time.Now())
 	out, err := s.api.ReceiveMessage(ctx, in)
+	s.polls.end()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -91,6 +91,8 @@ type Source struct {
 	queue atomic.Pointer[queue] // set by Open
 
 	payloads *payloads // nil: bodies are returned as they are
+
+	polls pollClock // the long polls under way (PollLeft)
 }
 
 // queue is what Open resolved.

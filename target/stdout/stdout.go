@@ -17,8 +17,12 @@ import (
 	"github.com/pipesproject/pipes/pipe"
 )
 
-// errFailOn is the reason of items failed by Config.FailOn.
-var errFailOn = errors.New("body contains fail_on text")
+// errFailOn is the reason of items failed by Config.FailOn, and
+// errFailMatch of those Config.FailOnMatch passes.
+var (
+	errFailOn    = errors.New("body contains fail_on text")
+	errFailMatch = errors.New("record matches fail_on")
+)
 
 // Config configures a stdout target.
 type Config struct {
@@ -30,6 +34,10 @@ type Config struct {
 	// FailOn, when not empty, fails every item whose message body contains
 	// it: those items are reported failed and not written. A debugging aid.
 	FailOn string
+	// FailOnMatch, when set, fails every item it passes instead (fail_on's
+	// path form, `$.body.poison == true`, is an EventBridge pattern here);
+	// an error of its fails that item. FailOn is then not looked for.
+	FailOnMatch pipe.Filter
 }
 
 // Target writes events to a writer as JSON lines. It is safe for concurrent
@@ -37,10 +45,11 @@ type Config struct {
 // concurrent batches never interleave, and the lines of one batch are
 // written together.
 type Target struct {
-	mu     sync.Mutex // serialises writes to w
-	w      io.Writer
-	batch  bool
-	failOn string
+	mu        sync.Mutex // serialises writes to w
+	w         io.Writer
+	batch     bool
+	failOn    string
+	failMatch pipe.Filter
 }
 
 var _ pipe.Target = (*Target)(nil)
@@ -51,12 +60,13 @@ func New(cfg Config) *Target {
 	if w == nil {
 		w = os.Stdout
 	}
-	return &Target{w: w, batch: cfg.Batch, failOn: cfg.FailOn}
+	return &Target{w: w, batch: cfg.Batch, failOn: cfg.FailOn, failMatch: cfg.FailOnMatch}
 }
 
 // Deliver writes the events' payloads, each as JSON: a payload that is valid
 // JSON is written compacted onto one line, any other as a JSON string. Items
-// whose body contains FailOn are not written and are reported failed. It
+// whose body contains FailOn (or that FailOnMatch passes) are not written
+// and are reported failed. It
 // blocks while another batch is being written. A write error fails the
 // whole batch (some of its lines may have been written).
 func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
@@ -73,8 +83,8 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 	ends := make([]int, 0, len(events)) // where each line ends in buf
 	written := 0
 	for _, ev := range events {
-		if t.failOn != "" && strings.Contains(ev.Message.Body, t.failOn) {
-			result.Failures = append(result.Failures, pipe.ItemFailure{ID: ev.ID(), Err: errFailOn})
+		if err := t.fails(ctx, ev); err != nil {
+			result.Failures = append(result.Failures, pipe.ItemFailure{ID: ev.ID(), Err: err})
 			continue
 		}
 		switch {
@@ -107,6 +117,24 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 		start = end
 	}
 	return result, nil
+}
+
+// fails is why ev is failed by fail_on; nil when it is not.
+func (t *Target) fails(ctx context.Context, ev *pipe.Event) error {
+	if t.failMatch != nil {
+		ok, err := t.failMatch.Match(ctx, ev)
+		switch {
+		case err != nil:
+			return fmt.Errorf("matching fail_on: %w", err)
+		case ok:
+			return errFailMatch
+		}
+		return nil
+	}
+	if t.failOn != "" && strings.Contains(ev.Message.Body, t.failOn) {
+		return errFailOn
+	}
+	return nil
 }
 
 // appendJSON writes p to buf as one line of JSON: compacted when p is valid
