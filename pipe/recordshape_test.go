@@ -172,11 +172,11 @@ func TestEveryRecordShapeEncodesAsTheEncodingJSONReference(t *testing.T) {
 	})
 	t.Run("made by hand", func(t *testing.T) {
 		for name, rec := range map[string]*pipe.Record{
-			"names are escaped": {Fields: []pipe.RecordField{{Name: "a\"<b>&\xff\u2028", Value: json.RawMessage(`1`)}, {Name: "data"}}, BodyField: "data"},
+			"names are escaped":                           {Fields: []pipe.RecordField{{Name: "a\"<b>&\xff\u2028", Value: json.RawMessage(`1`)}, {Name: "data"}}, BodyField: "data"},
 			"an invalid value unchecked by default fails": {Fields: []pipe.RecordField{{Name: "x", Value: json.RawMessage(`{"a":`)}}},
-			"an empty value fails even when vouched for": {Fields: []pipe.RecordField{{Name: "x"}}, FieldsValid: true},
+			"an empty value fails even when vouched for":  {Fields: []pipe.RecordField{{Name: "x"}}, FieldsValid: true},
 			"a body field with a value keeps it":          {Fields: []pipe.RecordField{{Name: "data", Value: json.RawMessage(`"v"`)}}, BodyField: "data"},
-			"no fields": {},
+			"no fields":                                   {},
 		} {
 			t.Run(name, func(t *testing.T) {
 				sameRecordAsReference(t, &pipe.Message{Body: "body <&> \xff", Record: rec})
