@@ -16,7 +16,11 @@
 // goroutines waited runnable before they ran (runtime/metrics'
 // /sched/latencies:seconds), how late its own ticker fired, and the CPU the
 // process used; a burst from idle has its processors a fraction of a
-// second after it starts. It gives one back only after a quiet spell, and
+// second after it starts. Goroutines waiting count only beyond what the
+// processors' own queueing at the CPU used explains, and weak evidence
+// only in two intervals in a row (a process the machine stalled for a
+// moment would not have run them sooner on another processor). It gives
+// one back only after a quiet spell, and
 // waits longer each time a give-back had to be undone.
 //
 // At the runtime's own value the runtime keeps GOMAXPROCS (Go 1.25's
