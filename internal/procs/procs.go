@@ -16,7 +16,11 @@
 // goroutines waited runnable before they ran (runtime/metrics'
 // /sched/latencies:seconds), how late its own ticker fired, and the CPU the
 // process used; a burst from idle has its processors a fraction of a
-// second after it starts. It gives one back only after a quiet spell, and
+// second after it starts. Goroutines waiting count only beyond what the
+// processors' own queueing at the CPU used explains, and weak evidence
+// only in two intervals in a row (a process the machine stalled for a
+// moment would not have run them sooner on another processor). It gives
+// one back only after a quiet spell, and
 // waits longer each time a give-back had to be undone.
 //
 // At the runtime's own value the runtime keeps GOMAXPROCS (Go 1.25's
@@ -45,12 +49,22 @@ const (
 	// more than this many goroutines were waiting runnable (the sum of
 	// their scheduling latencies over the interval's length: Little's law).
 	upWait = 0.5
+	// queueAllowance: and more than this many times the goroutines that
+	// queue on their own at the CPU the process uses (see queueing).
+	queueAllowance = 3.0
 	// upLate: or when the sizer's own ticker fired this much late while
 	// goroutines waited.
 	upLate = 20 * time.Millisecond
 	// upBusy: or when the process used more than this share of the
-	// processors it has.
-	upBusy = 0.6
+	// processors it has (at 0.6 a pipe sharing two cores with its broker
+	// took a second processor it did not use: bench rabbitjob at c16).
+	upBusy = 0.75
+	// upWaitNow: waiting beyond the queueing allowance but below this, on
+	// a process whose CPU is known, counts only in two intervals in a row:
+	// a process the machine stalled for a moment (its broker took both
+	// cores) shows goroutines waiting and little CPU used for one
+	// interval, and another processor would not have run them sooner.
+	upWaitNow = 2.0
 	// downWait, downBusy: one is given back when fewer than downWait
 	// goroutines waited on average and the process would have used less
 	// than downBusy of one processor fewer, for downAfter intervals in a
@@ -84,9 +98,10 @@ type Sample struct {
 // one.
 type Sizer struct {
 	cur   int
-	quiet int // intervals in a row quiet enough to give one back
-	hold  int // quiet intervals a give-back needs now
-	since int // intervals since the last give-back (-1: none, or undone)
+	weak  bool // the last interval had weak evidence of work waiting (see upWaitNow)
+	quiet int  // intervals in a row quiet enough to give one back
+	hold  int  // quiet intervals a give-back needs now
+	since int  // intervals since the last give-back (-1: none, or undone)
 }
 
 // NewSizer starts at one processor: a pipe waits on the network most of
@@ -114,7 +129,19 @@ func (s *Sizer) Next(in Sample) int {
 	// process's timer is late when the machine is, and a processor more
 	// would run nothing.
 	late := in.Late > upLate && in.Waiting > downWait
-	waiting := in.Waiting > upWait || late || in.Busy > upBusy*float64(s.cur)
+	// Waiting counts only beyond what the processors' own queueing at
+	// this CPU explains: goroutines woken at random queue behind the one
+	// running even when the processors are half idle, and another
+	// processor then only spins (bench rabbitjob at c16: 0.45-0.55 of one
+	// processor busy, 0.3-0.7 waiting, 13% more CPU a message at two
+	// processors, the same throughput).
+	queued := in.Waiting > upWait && in.Waiting > queueAllowance*queueing(in.Busy, s.cur)
+	weak := queued && in.Busy > 0 && in.Waiting < upWaitNow && !late
+	if weak && !s.weak {
+		queued = false // once: a stall, or work waiting? The next interval says.
+	}
+	s.weak = weak
+	waiting := queued || late || in.Busy > upBusy*float64(s.cur)
 	switch {
 	case waiting && s.cur < ceiling:
 		// Behind: as many as the queue and the CPU say, at once.
@@ -137,6 +164,19 @@ func (s *Sizer) Next(in Sample) int {
 		s.quiet = 0
 	}
 	return s.cur
+}
+
+// queueing is the mean number of goroutines waiting runnable that
+// random wake-ups make on their own when the process keeps busy cores
+// busy of its n processors: an M/M/1 queue's ρ²/(1−ρ) at utilisation
+// ρ = busy/n (an upper bound for n servers at the same utilisation). 0
+// when busy is unknown (0).
+func queueing(busy float64, n int) float64 {
+	rho := min(busy/float64(max(n, 1)), 0.95)
+	if rho <= 0 {
+		return 0
+	}
+	return rho * rho / (1 - rho)
 }
 
 // Run sizes GOMAXPROCS every Interval until ctx is done, then gives it

@@ -83,6 +83,7 @@ func (s *Source) Close(ctx context.Context) error {
 		left = append(left, e)
 	}
 	s.mu.Unlock()
+	s.flushAcks() // lingering acks go before anything is requeued
 	s.cancelBg()
 	if len(left) > 0 {
 		s.log.Warn("closing with unsettled messages: requeueing them", "queue", s.cfg.Queue, "messages", len(left))

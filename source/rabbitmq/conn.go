@@ -37,7 +37,7 @@ type session struct {
 	ch   *amqp.Channel
 	tag  string
 	buf  chan amqp.Delivery // deliveries not yet returned by Receive
-	acks ackLedger          // what Ack acked on ch (multiple acks)
+	acks *ackLedger         // what was settled on ch (multiple acks, lingering acks)
 
 	pubMu   sync.Mutex // one re-publish at a time, so a return is its own
 	pub     *amqp.Channel
@@ -54,6 +54,9 @@ func (ss *session) end(err error) {
 	ss.once.Do(func() {
 		ss.err = err
 		close(ss.dead)
+		if ss.acks != nil {
+			ss.acks.drop() // acks still lingering cannot go: the broker redelivers those
+		}
 		_ = ss.conn.CloseDeadline(time.Now().Add(closeTimeout))
 	})
 }
@@ -128,6 +131,7 @@ func (s *Source) start(conn *amqp.Connection, gen uint64) (*session, error) {
 	if err := ss.ch.Qos(s.prefetch, 0, false); err != nil {
 		return fail("setting the prefetch", err)
 	}
+	ss.acks = newAckLedger(ss.ch.Ack, s.prefetch)
 	if ss.pub, err = conn.Channel(); err != nil {
 		return fail("opening the publishing channel", err)
 	}

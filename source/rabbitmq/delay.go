@@ -141,6 +141,7 @@ func (s *Source) delayRetry(e *entry, delay time.Duration, a action) {
 		if err := ss.ch.Ack(e.tag, false); err != nil {
 			s.log.Warn("acking a message moved to its delay queue failed: it will be delivered twice", "queue", s.cfg.Queue, "message_id", e.id, "error", err)
 		}
+		s.ledgerSettled(e)
 		return
 	}
 	s.log.Warn("moving a failed message to its delay queue failed: it is held unacked for its delay instead (it takes a prefetch slot meanwhile)",
@@ -156,6 +157,7 @@ func (s *Source) delayRetry(e *entry, delay time.Duration, a action) {
 	if ss.alive() { // closing: give it back now
 		s.requeuedAt.Store(time.Now().UnixNano())
 		_ = ss.ch.Reject(e.tag, true)
+		s.ledgerSettled(e)
 	}
 }
 

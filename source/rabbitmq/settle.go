@@ -167,6 +167,7 @@ func (s *Source) Defer(ctx context.Context, msgs []*pipe.Message, delay time.Dur
 		if ss.alive() { // closing: give it back now
 			s.requeuedAt.Store(time.Now().UnixNano())
 			_ = ss.ch.Nack(e.tag, false, true)
+			s.ledgerSettled(e)
 		}
 		failed[e.handle] = fmt.Errorf("%w (deferring: %v)", ErrStaleReceipt, err)
 	}
@@ -202,6 +203,7 @@ func (s *Source) deferOne(e *entry, delay time.Duration) error {
 	if err := ss.ch.Ack(e.tag, false); err != nil {
 		s.log.Warn("acking a message moved to its delay queue failed: it will be delivered twice", "queue", s.cfg.Queue, "message_id", e.id, "error", err)
 	}
+	s.ledgerSettled(e)
 	return nil
 }
 
@@ -229,8 +231,9 @@ func (s *Source) apply(e *entry, a action) error {
 	case deadLetterNow:
 		err = e.sess.ch.Nack(e.tag, false, false)
 	case republishLate:
-		s.republish(e)
+		s.republish(e) // acks or rejects it before it returns
 	}
+	s.ledgerSettled(e)
 	return staleOr(err)
 }
 
