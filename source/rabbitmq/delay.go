@@ -135,7 +135,7 @@ func (s *Source) delayRetry(e *entry, delay time.Duration, a action) {
 	}
 	name, err := s.ensureDelayQueue(ss, bucket(delay))
 	if err == nil {
-		err = s.publishCopy(ss, e, name, e.attempts)
+		err = s.publishCopy(ss, e, name, e.attempts, time.Time{})
 	}
 	if err == nil {
 		if err := ss.ch.Ack(e.tag, false); err != nil {

@@ -11,6 +11,39 @@ import (
 	"github.com/pipesproject/pipes/pipe"
 )
 
+// DeferredAtHeader is the header of an outage's copy (Defer) that says
+// when it was deferred (Unix milliseconds): a copy that fails whole again
+// after the target worked for other batches is bisected by the pipe
+// (pipe.DeferralTeller). A failure's copy does not carry it.
+const DeferredAtHeader = "x-pipes-deferred-at"
+
+var _ pipe.DeferralTeller = (*Source)(nil)
+
+// DeferredAt is when Defer last moved m's message to a delay queue (its
+// DeferredAtHeader), zero when never or when a failure's retry came in
+// between, or when m is not in flight. It is safe for concurrent use.
+func (s *Source) DeferredAt(m *pipe.Message) time.Time {
+	s.mu.Lock()
+	e := s.inflight[m.ReceiptHandle]
+	var v any
+	if e != nil {
+		v = e.d.Headers[DeferredAtHeader]
+	}
+	s.mu.Unlock()
+	var ms int64
+	switch n := v.(type) {
+	case int64:
+		ms = n
+	case int32:
+		ms = int64(n)
+	case int:
+		ms = int64(n)
+	default:
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
 // Operation names of pipe.SettleError.Op.
 const (
 	opAck        = "ack"
@@ -191,7 +224,7 @@ func (s *Source) deferOne(e *entry, delay time.Duration) error {
 	}
 	name, err := s.ensureDelayQueue(ss, bucket(min(delay, MaxHold)))
 	if err == nil {
-		err = s.publishCopy(ss, e, name, e.attempts-1)
+		err = s.publishCopy(ss, e, name, e.attempts-1, time.Now())
 	}
 	if err != nil {
 		return err
@@ -362,7 +395,7 @@ func (s *Source) republish(e *entry) {
 	if !ss.alive() {
 		return // the broker redelivers the original
 	}
-	err := s.publishCopy(ss, e, s.cfg.Queue, e.attempts)
+	err := s.publishCopy(ss, e, s.cfg.Queue, e.attempts, time.Time{})
 	if err == nil {
 		if err := ss.ch.Ack(e.tag, false); err != nil {
 			s.log.Warn("acking a re-published message failed: it will be delivered twice", "queue", s.cfg.Queue, "message_id", e.id, "error", err)
@@ -379,14 +412,19 @@ func (s *Source) republish(e *entry) {
 }
 
 // publishCopy publishes the copy through the default exchange to queue,
-// attempts in AttemptsHeader (the failed deliveries it carries), and waits
-// for its confirm; a return (unroutable) or a nack is an error.
-func (s *Source) publishCopy(ss *session, e *entry, queue string, attempts int) error {
-	headers := make(amqp.Table, len(e.d.Headers)+1)
+// attempts in AttemptsHeader (the failed deliveries it carries) and, for an
+// outage's copy, deferred in DeferredAtHeader (zero: none), and waits for
+// its confirm; a return (unroutable) or a nack is an error.
+func (s *Source) publishCopy(ss *session, e *entry, queue string, attempts int, deferred time.Time) error {
+	headers := make(amqp.Table, len(e.d.Headers)+2)
 	for k, v := range e.d.Headers {
 		headers[k] = v
 	}
 	headers[AttemptsHeader] = int64(max(attempts, 0))
+	delete(headers, DeferredAtHeader)
+	if !deferred.IsZero() {
+		headers[DeferredAtHeader] = deferred.UnixMilli()
+	}
 	msg := amqp.Publishing{
 		Headers: headers, ContentType: e.d.ContentType, ContentEncoding: e.d.ContentEncoding,
 		// Always persistent: a quorum queue keeps even a transient message
