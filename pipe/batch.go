@@ -464,7 +464,13 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 				}
 				continue
 			}
-			if v[i].stage == "target" && !v[i].judged {
+			switch {
+			case v[i].stage != "target" || v[i].judged:
+			case IsBatchFailure(v[i].err): // too old to be held again: the call failed whole
+				if state == targetUnknown {
+					state = targetDown
+				}
+			default:
 				state = targetAnswered
 			}
 			switch {
@@ -594,7 +600,8 @@ func (p *Pipe) failItem(d *Delivery) settle {
 // enrichment) that cannot be reached or works no more (connection refused,
 // timeouts, 5xx, 429): a retryable failure of the whole call, also when the
 // retry wrapper hands it back per item once its attempts ran out
-// (Exhausted and BatchFailure). Items the target named in its answer are
+// (Exhausted and BatchFailure) — unless the item is too old to be tried
+// again (TooOld: max_event_age). Items the target named in its answer are
 // not an outage, nor are client errors.
 func outageOf(batchErr error, stage string, err error) bool {
 	if stage != "target" && stage != "enrichment" || IsPermanent(err) || errors.Is(err, ErrReportedFailed) {
@@ -604,7 +611,7 @@ func outageOf(batchErr error, stage string, err error) bool {
 		return true
 	}
 	exhausted, _ := IsExhausted(err)
-	return stage == "target" && exhausted && IsBatchFailure(err)
+	return stage == "target" && exhausted && IsBatchFailure(err) && !IsTooOld(err)
 }
 
 // firstErr is the batch's error, or its first item's.

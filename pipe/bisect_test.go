@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,8 +151,30 @@ func TestAnOutageAmidTrafficIsNotBisected(t *testing.T) {
 		}
 		return pipe.Result{}, nil
 	})
-	runDrain(t, pipe.Options{Name: "orders", Source: drainable{q}, Target: target,
+	metrics := pipe.NewMetrics(nil)
+	p, err := pipe.New(pipe.Options{Name: "orders", Source: drainable{q}, Target: target, Metrics: metrics, Drain: true,
 		BatchSize: 5, InitialConcurrency: 5, MaxConcurrency: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &countingObserver{}
+	p.SetObserver(obs)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("the pipe did not drain: %v %v", err, ctx.Err())
+	}
+	// The outage's messages did fail at the target: failed_total and the
+	// status page's failures count them; nothing counts them dead-lettered.
+	if obs.failed.Load() == 0 || testutil.ToFloat64(metrics.Failed.WithLabelValues("orders", "target")) == 0 {
+		t.Errorf("the outage's failures were not counted (observer %d)", obs.failed.Load())
+	}
+	if n := obs.dead.Load(); n != 0 {
+		t.Errorf("the status page counts %d messages dead-lettered by an outage", n)
+	}
+	if got := testutil.ToFloat64(metrics.DeadLettered.WithLabelValues("orders")); got != 0 {
+		t.Errorf("messages_dead_lettered_total = %v, want 0", got)
+	}
 	dlq, _ := b.Lookup("orders-dlq")
 	if got := dlq.Snapshot(); len(got) != 0 {
 		t.Errorf("%d good messages dead-lettered by an outage, e.g. %s", len(got), got[0].Body)
@@ -192,3 +215,12 @@ func TestADryRunBisectsAPoisonBatchAndSettlesNothing(t *testing.T) {
 		t.Errorf("a dry run dead-lettered %d messages", len(dlq.Snapshot()))
 	}
 }
+
+// countingObserver counts what the status page is told of failures.
+type countingObserver struct{ failed, dead atomic.Int64 }
+
+func (*countingObserver) Received(int, time.Time)     {}
+func (*countingObserver) Settled(int, int)            {}
+func (o *countingObserver) Failed(pipe.Failure)       { o.failed.Add(1) }
+func (o *countingObserver) DeadLettered(n int)        { o.dead.Add(int64(n)) }
+func (*countingObserver) Scaled(pipe.ScalingDecision) {}

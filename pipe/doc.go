@@ -70,7 +70,11 @@
 //     concurrency's worth.
 //
 // A stop gives held batches back (Nak, no delay), as it releases
-// everything unfinished. The deferral was chosen over holding for RabbitMQ
+// everything unfinished. A held event honours the retry policy's
+// max_event_age when its batch goes again: if that try fails, whole or
+// not, it is not retried (retry marks it TooOld) and that is a verdict —
+// exhausted, dead-lettered with on_exhausted: dead_letter — not another
+// hold. The deferral was chosen over holding for RabbitMQ
 // because held deliveries fill the basic.qos window (the broker sends
 // nothing else) and age towards consumer_timeout; on SQS and the memory
 // queue holding is both simplest and true: a lease extension is no

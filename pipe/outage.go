@@ -55,6 +55,30 @@ func IsBatchFailure(err error) bool {
 	return errors.As(err, &b)
 }
 
+type tooOld struct{ err error }
+
+func (e *tooOld) Error() string { return e.err.Error() }
+func (e *tooOld) Unwrap() error { return e.err }
+
+// TooOld marks err as the failure of an item that is not tried again
+// because its message is older than the retry policy's max_event_age
+// (Lambda's MaximumRecordAgeInSeconds). It is a verdict on the item even
+// when err is a whole-call failure (BatchFailure): an event held through
+// an outage honours its age when it is next tried, rather than being held
+// for ever.
+func TooOld(err error) error {
+	if err == nil || IsTooOld(err) {
+		return err
+	}
+	return &tooOld{err: err}
+}
+
+// IsTooOld reports whether err, or an error it wraps, was marked TooOld.
+func IsTooOld(err error) bool {
+	var t *tooOld
+	return errors.As(err, &t)
+}
+
 // targetState is what a finished batch tells of the target.
 type targetState uint8
 
@@ -210,7 +234,7 @@ func (p *Pipe) bisect(batch []*Delivery, v []verdict, h *heldBatch) (split, judg
 		switch {
 		case v[i].outage:
 			n++
-		case v[i].outcome == Succeeded, v[i].outcome == FailedRetry && v[i].stage == "target":
+		case v[i].outcome == Succeeded, v[i].outcome == FailedRetry && v[i].stage == "target" && !IsBatchFailure(v[i].err):
 			return false, false, false // the target answered this batch
 		}
 	}
