@@ -70,7 +70,10 @@
 //     concurrency's worth.
 //
 // A stop gives held batches back (Nak, no delay), as it releases
-// everything unfinished. A held event honours the retry policy's
+// everything unfinished. A source that may keep a message unsettled only
+// so long (a HoldLimiter: RabbitMQ's consumer_timeout) has its held
+// batches given back before the limit (expireHeld): deferred again, else
+// released. A held event honours the retry policy's
 // max_event_age when its batch goes again: if that try fails, whole or
 // not, it is not retried (retry marks it TooOld) and that is a verdict —
 // exhausted, dead-lettered with on_exhausted: dead_letter — not another

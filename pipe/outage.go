@@ -107,6 +107,9 @@ type heldBatch struct {
 	// rest (FIFO, one group) are the messages after ds in their group,
 	// held with it: they go once ds is done (bisecting in order).
 	rest []*Delivery
+	// until is when the first of them must be given back (HoldLimiter:
+	// RabbitMQ's consumer_timeout); zero: no limit.
+	until time.Time
 }
 
 // holdLocked keeps outage deliveries in the pipe to go again after the
@@ -120,6 +123,15 @@ func (p *Pipe) holdLocked(ds []*Delivery, tries int, failedAt time.Time, rest []
 
 // keepLocked holds h. p.mu is held.
 func (p *Pipe) keepLocked(h heldBatch) {
+	if hl, ok := p.opt.Source.(HoldLimiter); ok {
+		for _, ds := range [][]*Delivery{h.ds, h.rest} {
+			for _, d := range ds {
+				if u := hl.HoldUntil(d.Message); !u.IsZero() && (h.until.IsZero() || u.Before(h.until)) {
+					h.until = u
+				}
+			}
+		}
+	}
 	c := &p.circuit
 	c.held = append(c.held, h)
 	c.heldN += len(h.ds) + len(h.rest)
@@ -153,17 +165,83 @@ func (p *Pipe) dueHeldLocked(now time.Time) (due int, next time.Time) {
 }
 
 // undeferred holds the deliveries a Deferrer kept (it could not defer
-// them): the pipe retries them itself; when stopping they are released.
+// them): the pipe retries them itself; when stopping they are released,
+// and so are those at their HoldLimiter's limit (it was a last try).
 func (p *Pipe) undeferred(ds []*Delivery) {
+	var back []*Delivery
+	if hl, ok := p.opt.Source.(HoldLimiter); ok {
+		now := time.Now()
+		kept := ds[:0:0]
+		for _, d := range ds {
+			if u := hl.HoldUntil(d.Message); !u.IsZero() && !now.Before(u) {
+				back = append(back, d)
+			} else {
+				kept = append(kept, d)
+			}
+		}
+		ds = kept
+	}
 	p.mu.Lock()
 	if p.stopping {
 		p.mu.Unlock()
-		p.giveBack(ds)
+		p.giveBack(append(back, ds...))
 		return
 	}
 	p.holdLocked(ds, max(p.circuit.streak, 1), time.Now(), nil)
 	p.mu.Unlock()
+	p.giveBack(back)
 	p.signal()
+}
+
+// expireHeld gives back the held batches at their HoldLimiter's limit,
+// before the source must have them (RabbitMQ: before the consumer timeout
+// closes the channel over them and the broker redelivers them, counted):
+// deferred when the source is a Deferrer (not FIFO, not a dry run) — what
+// it cannot defer comes back to undeferred, which releases it — else
+// released (Nak: on RabbitMQ a requeue). It returns when the next limit
+// is, zero when none.
+func (p *Pipe) expireHeld(now time.Time) (next time.Time) {
+	var items []settle
+	p.mu.Lock()
+	c := &p.circuit
+	defer_ := p.set.def != nil && !p.info.FIFO && !p.opt.DryRun && !p.stopping
+	delay := outageRetry.Delay(1)
+	if c.open {
+		delay = max(time.Until(c.probeAt), breakerProbeMin)
+	}
+	for i := 0; i < len(c.held); {
+		h := c.held[i]
+		if h.until.IsZero() || now.Before(h.until) {
+			if !h.until.IsZero() && (next.IsZero() || h.until.Before(next)) {
+				next = h.until
+			}
+			i++
+			continue
+		}
+		p.takeHeldLocked(i)
+		ds := append(append([]*Delivery(nil), h.ds...), h.rest...)
+		groups := map[string]bool{}
+		for _, d := range ds {
+			if defer_ {
+				items = append(items, settle{d: d, v: verbDefer, delay: delay})
+			} else {
+				items = append(items, settle{d: d, v: verbNak})
+			}
+			groups[d.Message.GroupID()] = true
+		}
+		if p.info.FIFO { // the group is free again; what waits of it goes back too
+			for _, d := range p.batches.done(ds, groups) {
+				items = append(items, settle{d: d, v: verbNak})
+			}
+		}
+	}
+	p.mu.Unlock()
+	if len(items) > 0 {
+		p.log.Warn("outage messages held by the pipe reached the source's limit (RabbitMQ: the consumer timeout): they are given back",
+			"messages", len(items), "deferred", defer_)
+		p.set.finalMany(items)
+	}
+	return next
 }
 
 // DeferralTeller is a Deferrer that tells, of a message it delivered, when
@@ -337,4 +415,14 @@ func (p *Pipe) splitLocked(ds []*Delivery, rest []*Delivery) {
 	after := make([]*Delivery, 0, len(ds)-m+len(rest))
 	after = append(append(after, ds[m:]...), rest...)
 	half(ds[:m:m], after)
+}
+
+// HoldLimiter is a Source whose received messages may stay unsettled only
+// so long (RabbitMQ: the broker's consumer_timeout closes the channel over
+// an unacked delivery, and redelivers it, counted). HoldUntil is when m
+// must be settled at the latest; zero means no limit. The pipe gives back
+// the outage messages it holds before then: deferred again when the source
+// is a Deferrer, else released (Nak).
+type HoldLimiter interface {
+	HoldUntil(m *Message) time.Time
 }

@@ -547,9 +547,10 @@ func (p *Pipe) schedule(poll, recv, work context.Context, pool *workers) {
 	defer tick.Stop()
 	dryFull := false
 	for {
+		capAt := p.expireHeld(time.Now()) // before they would go again
 		p.dispatch(work, pool)
 		var budgetWait <-chan struct{}
-		var errWait, rateWait, probeWait, heldWait <-chan time.Time
+		var errWait, rateWait, probeWait, heldWait, capWait <-chan time.Time
 		p.mu.Lock()
 		if p.opt.DryRun && p.dryHeld >= dryRunHold && !dryFull {
 			dryFull = true
@@ -573,6 +574,9 @@ func (p *Pipe) schedule(poll, recv, work context.Context, pool *workers) {
 			if _, next := p.dueHeldLocked(time.Now()); !next.IsZero() {
 				heldWait = time.After(time.Until(next))
 			}
+		}
+		if !capAt.IsZero() {
+			capWait = time.After(time.Until(capAt))
 		}
 		for {
 			want := p.pollersLocked()
@@ -626,6 +630,7 @@ func (p *Pipe) schedule(poll, recv, work context.Context, pool *workers) {
 		case <-rateWait:
 		case <-probeWait:
 		case <-heldWait:
+		case <-capWait:
 		case now := <-tick.C:
 			p.mu.Lock()
 			c, reason := p.ctl.tick(now)

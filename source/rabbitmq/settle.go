@@ -181,7 +181,7 @@ func (s *Source) Defer(ctx context.Context, msgs []*pipe.Message, delay time.Dur
 	var kept []*pipe.Message
 	var why error
 	for i, e := range es {
-		err := s.deferOne(e, delay)
+		err := s.deferOne(e, delay, time.Now())
 		s.publishes.Add(-1)
 		if err == nil {
 			continue
@@ -215,16 +215,17 @@ func (s *Source) Defer(ctx context.Context, msgs []*pipe.Message, delay time.Dur
 }
 
 // deferOne moves e's message to the delay queue of delay with the
-// attempts before this delivery, then acks the original and forgets e.
-// On an error nothing was acked.
-func (s *Source) deferOne(e *entry, delay time.Duration) error {
+// attempts before this delivery (and deferred in DeferredAtHeader, unless
+// zero), then acks the original and forgets e. On an error nothing was
+// acked.
+func (s *Source) deferOne(e *entry, delay time.Duration, deferred time.Time) error {
 	ss := e.sess
 	if !ss.alive() {
 		return ErrStaleReceipt
 	}
 	name, err := s.ensureDelayQueue(ss, bucket(min(delay, MaxHold)))
 	if err == nil {
-		err = s.publishCopy(ss, e, name, e.attempts-1, time.Now())
+		err = s.publishCopy(ss, e, name, e.attempts-1, deferred)
 	}
 	if err != nil {
 		return err
