@@ -285,3 +285,118 @@ target: {type: http, url: %s}
 		t.Errorf("the queue still has %d visible and %d in-flight messages, want none", visible, inflight)
 	}
 }
+
+// poisonServer is an HTTP target that answers 500 to a whole call whose
+// batch holds a poison record (a body with "poison"), as a server that
+// cannot parse one record fails the request, and takes every other call,
+// counting each good body's successes.
+func poisonServer(t *testing.T) (*httptest.Server, func() (map[string]int, int)) {
+	var mu sync.Mutex
+	taken := map[string]int{}
+	poisoned := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var batch []map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&batch); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rec := range batch {
+			if body, _ := rabbitRecord(rec); strings.Contains(body, "poison") {
+				poisoned++
+				http.Error(w, "cannot parse a record", http.StatusInternalServerError)
+				return
+			}
+		}
+		for _, rec := range batch {
+			body, _ := rabbitRecord(rec)
+			taken[body]++
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() (map[string]int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make(map[string]int, len(taken))
+		for k, v := range taken {
+			out[k] = v
+		}
+		return out, poisoned
+	}
+}
+
+// A poison record among 300 good ones, on RabbitMQ, with a target that
+// answers 500 to any batch holding it: a whole failure, so an outage at
+// first (deferred uncounted), but one that recurs while the target takes
+// other batches. The pipe bisects it (Lambda's BisectBatchOnFunctionError):
+// the good messages are delivered, and the poison, failing whole on its
+// own while the target works, fails as a named failure would, until its
+// queue's limit dead-letters it: x-delivery-limit 3 on a quorum queue,
+// max_receive_count 3 on a classic one. Nothing is lost, no good message
+// is dead-lettered. Before, the poison's batch was deferred again and
+// again for ever (every 1 s … 60 s) and the drain never ended.
+func TestAPoisonBatchOnRabbitMQIsBisected(t *testing.T) {
+	url := rabbittest.URL(t)
+	for _, kind := range []string{"quorum-limit", "max-receive-count"} {
+		t.Run(kind, func(t *testing.T) {
+			dlx, dlq := rabbittest.DeclareDLX(t)
+			q := rabbittest.Name(t, "")
+			opts := rabbittest.QueueOptions{DeadLetterExchange: dlx}
+			extra := ""
+			switch kind {
+			case "quorum-limit":
+				opts.Quorum, opts.DeliveryLimit = true, 3
+			case "max-receive-count":
+				extra = "max_receive_count: 3"
+			}
+			rabbittest.DeclareQueue(t, q, opts)
+			const n, poison = 300, 137
+			bodies := make([]string, n)
+			for i := range bodies {
+				bodies[i] = fmt.Sprintf(`{"n":%d}`, i)
+				if i == poison {
+					bodies[i] = fmt.Sprintf(`{"n":%d,"poison":true}`, i)
+				}
+			}
+			rabbittest.Publish(t, q, bodies...)
+			srv, taken := poisonServer(t)
+			built := buildPipe(t, pipes.NewRegistry(), pipes.Env{Drain: true}, fmt.Sprintf(`
+name: poison
+source:
+  type: rabbitmq
+  url: %s
+  queue: %s
+  batch_size: 10
+  max_concurrency: 5
+  %s
+target:
+  type: http
+  url: %s
+`, url, q, extra, srv.URL))
+			start := time.Now()
+			runUntilDrained(t, 2*time.Minute, built)
+			var dead []string
+			deadline := time.Now().Add(10 * time.Second)
+			for len(dead) == 0 && time.Now().Before(deadline) {
+				for _, d := range rabbittest.Get(t, dlq) {
+					dead = append(dead, string(d.Body))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			got, poisoned := taken()
+			t.Logf("drained in %v; %d calls failed for the poison", time.Since(start).Round(time.Millisecond), poisoned)
+			if len(dead) != 1 || !strings.Contains(dead[0], "poison") {
+				t.Errorf("dead-lettered %q, want the poison only", dead)
+			}
+			for i, b := range bodies {
+				if i != poison && got[b] == 0 {
+					t.Errorf("%s was never delivered", b)
+				}
+			}
+			if left := rabbittest.Count(t, q); left != 0 {
+				t.Errorf("%d messages left in the queue, want 0", left)
+			}
+		})
+	}
+}

@@ -46,20 +46,25 @@ type verdict struct {
 	// outage: a failure that is no verdict on the message (outageOf, or
 	// following one in its FIFO group): it is held or deferred, uncounted.
 	outage bool
+	// judged: a whole failure bisect made a verdict on this message (it
+	// fails on its own while the target works): it tells nothing of the
+	// target.
+	judged bool
 }
 
 // runBatch takes one batch through filter, enrichment, transformer and
 // target, then settles every message exactly once, whatever happens
 // (panics included).
-// A held outage batch goes again with tries, its whole failures so far.
-func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool, tries int) {
+// A held outage batch goes again with h, what the pipe held of it (nil for
+// a new batch).
+func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool, h *heldBatch) {
 	start := time.Now()
 	ctx = p.exec.begin(ctx, len(batch))
 	ctx, span := p.startBatchSpan(ctx, batch)
 	v := make([]verdict, len(batch))
 	targetErr := p.process(ctx, batch, v)
 	sctx, endSettle := p.stage(ctx, "settle")
-	p.settleBatch(sctx, batch, v, targetErr, start, probe, tries)
+	p.settleBatch(sctx, batch, v, targetErr, start, probe, h)
 	endSettle(nil)
 	endBatchSpan(span, v, targetErr)
 }
@@ -414,10 +419,16 @@ func applyFIFO(batch []*Delivery, v []verdict) map[string]bool {
 // dead-lettered, from the first such batch on, open circuit or not. A dry
 // run gives no verb to what would be acked or retried: it stays hidden
 // (heartbeat) until the pipe stops and releases it.
-func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, batchErr error, start time.Time, probe bool, tries int) {
+func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, batchErr error, start time.Time, probe bool, h *heldBatch) {
 	for i := range v {
 		v[i].outage = v[i].outcome == FailedRetry && outageOf(batchErr, v[i].stage, v[i].err)
 	}
+	tries := 0
+	var rest []*Delivery // FIFO bisection: held after this batch
+	if h != nil {
+		tries, rest = h.tries, h.rest
+	}
+	split, judged, evidence := p.bisect(batch, v, h)
 	var failedGroups map[string]bool
 	if p.info.FIFO {
 		failedGroups = applyFIFO(batch, v)
@@ -453,21 +464,28 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 				}
 				continue
 			}
-			if v[i].stage == "target" {
+			switch {
+			case v[i].stage != "target" || v[i].judged:
+			case IsBatchFailure(v[i].err): // too old to be held again: the call failed whole
+				if state == targetUnknown {
+					state = targetDown
+				}
+			default:
 				state = targetAnswered
 			}
 			switch {
 			case p.deadLetterable(err):
 				items = append(items, settle{d: d, v: verbTerm, reason: atStage(v[i].stage, err)})
-			case p.opt.RetryBackoff != nil:
-				items = append(items, settle{d: d, v: verbNak, delay: p.opt.RetryBackoff.Delay(d.NumDelivered())})
 			default:
-				items = append(items, settle{d: d, v: verbRetry})
+				items = append(items, p.failItem(d))
 			}
 			if !p.deadLetterable(err) && p.info.MaxReceiveCount > 0 && d.NumDelivered() >= p.info.MaxReceiveCount {
 				onWayToDLQ++ // its last allowed receive failed: the redrive policy moves it
 			}
 		}
+	}
+	if judged || split && evidence {
+		state = targetUnknown // it tells of the batch, not of the target
 	}
 	p.observeBatch(batch, v)
 	switch {
@@ -481,15 +499,22 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 
 	p.mu.Lock()
 	p.inflight--
-	p.tripLocked(state, probe, firstErr(batchErr, v))
+	p.tripLocked(state, probe, start, firstErr(batchErr, v))
+	if probe {
+		p.circuit.freshProbe = h != nil && p.circuit.open
+	}
 	release := p.stopping || ctx.Err() != nil
 	doneDs := batch
+	var busy []*Delivery // FIFO: held, their groups stay busy
 	if len(outages) > 0 {
 		switch {
 		case release:
 			for _, d := range outages {
 				items = append(items, settle{d: d, v: verbNak})
 			}
+		case split:
+			p.splitLocked(outages, rest)
+			busy, rest = outages, nil
 		case p.set.def != nil && !p.info.FIFO && !p.opt.DryRun:
 			// Back about when the next probe goes (the circuit is open),
 			// else after the backoff of a first retry: a copy comes back
@@ -502,18 +527,40 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 				items = append(items, settle{d: d, v: verbDefer, delay: delay})
 			}
 		default:
-			p.holdLocked(outages, tries+1)
-			if p.info.FIFO { // a held group stays busy: nothing of it overtakes
-				busy := map[string]bool{}
-				for _, d := range outages {
-					busy[d.Message.GroupID()] = true
-				}
-				doneDs = make([]*Delivery, 0, len(batch)-len(outages))
-				for _, d := range batch {
-					if !busy[d.Message.GroupID()] {
-						doneDs = append(doneDs, d)
-					}
-				}
+			failedAt := start
+			if h != nil {
+				failedAt = h.failedAt
+			}
+			p.holdLocked(outages, tries+1, failedAt, rest)
+			busy, rest = outages, nil
+		}
+	}
+	if len(rest) > 0 { // FIFO bisection: this part is done, what follows goes next
+		g := rest[0].Message.GroupID()
+		switch {
+		case release:
+			for _, d := range rest {
+				items = append(items, settle{d: d, v: verbNak})
+			}
+		case failedGroups[g]: // a verdict in the group: what follows fails with it
+			for _, d := range rest {
+				p.countFailure("fifo")
+				items = append(items, p.failItem(d))
+			}
+		default:
+			p.keepLocked(heldBatch{ds: rest, at: time.Now(), tries: tries, failedAt: h.failedAt})
+			busy = rest
+		}
+	}
+	if p.info.FIFO && len(busy) > 0 { // a held group stays busy: nothing of it overtakes
+		held := map[string]bool{}
+		for _, d := range busy {
+			held[d.Message.GroupID()] = true
+		}
+		doneDs = make([]*Delivery, 0, len(batch))
+		for _, d := range batch {
+			if !held[d.Message.GroupID()] {
+				doneDs = append(doneDs, d)
 			}
 		}
 	}
@@ -540,11 +587,21 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 	p.signal()
 }
 
+// failItem is the verb of a failure that is to be retried: NakWithDelay
+// by retry_backoff when set, else a retry when the lease ends.
+func (p *Pipe) failItem(d *Delivery) settle {
+	if p.opt.RetryBackoff != nil {
+		return settle{d: d, v: verbNak, delay: p.opt.RetryBackoff.Delay(d.NumDelivered())}
+	}
+	return settle{d: d, v: verbRetry}
+}
+
 // outageOf reports whether an item failure tells of a target (or an
 // enrichment) that cannot be reached or works no more (connection refused,
 // timeouts, 5xx, 429): a retryable failure of the whole call, also when the
 // retry wrapper hands it back per item once its attempts ran out
-// (Exhausted and BatchFailure). Items the target named in its answer are
+// (Exhausted and BatchFailure) — unless the item is too old to be tried
+// again (TooOld: max_event_age). Items the target named in its answer are
 // not an outage, nor are client errors.
 func outageOf(batchErr error, stage string, err error) bool {
 	if stage != "target" && stage != "enrichment" || IsPermanent(err) || errors.Is(err, ErrReportedFailed) {
@@ -554,7 +611,7 @@ func outageOf(batchErr error, stage string, err error) bool {
 		return true
 	}
 	exhausted, _ := IsExhausted(err)
-	return stage == "target" && exhausted && IsBatchFailure(err)
+	return stage == "target" && exhausted && IsBatchFailure(err) && !IsTooOld(err)
 }
 
 // firstErr is the batch's error, or its first item's.
@@ -574,7 +631,9 @@ func firstErr(err error, v []verdict) error {
 // It opens after breakerTrips outage batches in a row, and closes only on
 // a probe the target answered: a batch that started before it opened and
 // succeeds after says nothing of the target now.
-func (p *Pipe) tripLocked(state targetState, probe bool, err error) {
+// A batch the target answered that started at start is the latest sign
+// that the target works (bisect).
+func (p *Pipe) tripLocked(state targetState, probe bool, start time.Time, err error) {
 	c := &p.circuit
 	if probe {
 		c.probing = false
@@ -584,6 +643,9 @@ func (p *Pipe) tripLocked(state targetState, probe bool, err error) {
 		return // no call: nothing learnt (a probe goes again now)
 	case targetAnswered:
 		c.streak = 0
+		if start.After(c.answeredStart) {
+			c.answeredStart = start
+		}
 		if c.open && probe {
 			c.open, c.err = false, nil
 			p.met.circuitOpen.Set(0)

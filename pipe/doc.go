@@ -70,18 +70,64 @@
 //     concurrency's worth.
 //
 // A stop gives held batches back (Nak, no delay), as it releases
-// everything unfinished. The deferral was chosen over holding for RabbitMQ
+// everything unfinished. A source that may keep a message unsettled only
+// so long (a HoldLimiter: RabbitMQ's consumer_timeout) has its held
+// batches given back before the limit (expireHeld): deferred again, else
+// released. A held event honours the retry policy's
+// max_event_age when its batch goes again: if that try fails, whole or
+// not, it is not retried (retry marks it TooOld) and that is a verdict —
+// exhausted, dead-lettered with on_exhausted: dead_letter — not another
+// hold. The deferral was chosen over holding for RabbitMQ
 // because held deliveries fill the basic.qos window (the broker sends
 // nothing else) and age towards consumer_timeout; on SQS and the memory
 // queue holding is both simplest and true: a lease extension is no
-// receive. The price of the rule: a batch that fails whole every time
-// while the target works for other batches (a target that answers 500 to
-// one poison record) is retried for as long, never dead-lettered.
+// receive.
+//
+// # A poison batch is bisected
+//
+// A batch that fails whole every time while the target works for other
+// batches (a target that answers 500 to a batch holding one record it
+// cannot take) is no outage but something in the batch. bisect
+// (outage.go) adapts Lambda's BisectBatchOnFunctionError to the rule
+// above. While the circuit is closed:
+//
+//   - a held batch that fails whole again is split in halves, each held
+//     as its own batch and sent at once (a split counts nothing; a half
+//     that goes through shows whether the target works);
+//   - when the target answered a batch that started after this batch's
+//     last failure (for a half: after the split; for a RabbitMQ copy:
+//     after Defer moved it, DeferralTeller) the failure is in the batch:
+//     it is split without counting towards the breaker, and a single
+//     message is judged: it fails as a named item failure would (its
+//     receive or delivery count used, retried by its queue's rules,
+//     dead-lettered by the limit, Term with on_exhausted: dead_letter) and
+//     is convicted;
+//   - a convicted message (the pipe remembers the last 1024) whose batch
+//     fails whole again while the last batches the target answered say it
+//     works (no outage batch since) is judged at once, so that it reaches
+//     its queue's limit without waiting for other traffic each time.
+//
+// A real outage (nothing the target answers meanwhile) still counts
+// nothing: the halves fail too, each failure counts towards the breaker,
+// and the circuit opens. FIFO order holds: a FIFO batch is split between
+// its message groups; one of a single group in order — the second half
+// waits, held, until the first is done, and fails with it (stage fifo)
+// when the first holds a verdict. On RabbitMQ the halves are held by the
+// pipe (they go at once); what fails without a sign of a working target is
+// deferred as before. A dry run bisects the same way; its verdicts give no
+// verb, as any. The price: a target that fails whole for some batches and
+// not others (a flapping target) may cost a good message one counted
+// receive; and a held poison batch with no other traffic at all says
+// nothing of the target: it is retried, and while the circuit is open the
+// probes alternate between it and a fresh batch, so that the first other
+// message that goes through closes the circuit and lets the bisection
+// go on.
 //
 // The circuit breaker (tripLocked) opens after three outage batches in a
 // row: polling pauses and one probe batch goes to the target at 1 s, 2 s,
 // … 60 s — a held batch, or, with nothing held (a Deferrer's source), a
-// fresh batch received for it. Only a probe that the target answered
+// fresh batch received for it; after a held probe failed, a fresh one when
+// the source has one. Only a probe that the target answered
 // closes it: a batch that started before it opened and succeeds after
 // tells nothing of the target now.
 package pipe

@@ -55,6 +55,30 @@ func IsBatchFailure(err error) bool {
 	return errors.As(err, &b)
 }
 
+type tooOld struct{ err error }
+
+func (e *tooOld) Error() string { return e.err.Error() }
+func (e *tooOld) Unwrap() error { return e.err }
+
+// TooOld marks err as the failure of an item that is not tried again
+// because its message is older than the retry policy's max_event_age
+// (Lambda's MaximumRecordAgeInSeconds). It is a verdict on the item even
+// when err is a whole-call failure (BatchFailure): an event held through
+// an outage honours its age when it is next tried, rather than being held
+// for ever.
+func TooOld(err error) error {
+	if err == nil || IsTooOld(err) {
+		return err
+	}
+	return &tooOld{err: err}
+}
+
+// IsTooOld reports whether err, or an error it wraps, was marked TooOld.
+func IsTooOld(err error) bool {
+	var t *tooOld
+	return errors.As(err, &t)
+}
+
 // targetState is what a finished batch tells of the target.
 type targetState uint8
 
@@ -75,17 +99,42 @@ type heldBatch struct {
 	ds    []*Delivery
 	at    time.Time // when it may go again while the circuit is closed
 	tries int       // its whole failures in a row
+	// failedAt is when its first failed attempt started, or for a half
+	// when it was split off: a batch the target answered that started
+	// after it shows that the target works, so that a whole failure again
+	// is in the batch (bisect).
+	failedAt time.Time
+	// rest (FIFO, one group) are the messages after ds in their group,
+	// held with it: they go once ds is done (bisecting in order).
+	rest []*Delivery
+	// until is when the first of them must be given back (HoldLimiter:
+	// RabbitMQ's consumer_timeout); zero: no limit.
+	until time.Time
 }
 
 // holdLocked keeps outage deliveries in the pipe to go again after the
 // backoff of tries. p.mu is held.
-func (p *Pipe) holdLocked(ds []*Delivery, tries int) {
+func (p *Pipe) holdLocked(ds []*Delivery, tries int, failedAt time.Time, rest []*Delivery) {
 	if len(ds) == 0 {
 		return
 	}
+	p.keepLocked(heldBatch{ds: ds, at: time.Now().Add(outageRetry.Delay(tries)), tries: tries, failedAt: failedAt, rest: rest})
+}
+
+// keepLocked holds h. p.mu is held.
+func (p *Pipe) keepLocked(h heldBatch) {
+	if hl, ok := p.opt.Source.(HoldLimiter); ok {
+		for _, ds := range [][]*Delivery{h.ds, h.rest} {
+			for _, d := range ds {
+				if u := hl.HoldUntil(d.Message); !u.IsZero() && (h.until.IsZero() || u.Before(h.until)) {
+					h.until = u
+				}
+			}
+		}
+	}
 	c := &p.circuit
-	c.held = append(c.held, heldBatch{ds: ds, at: time.Now().Add(outageRetry.Delay(tries)), tries: tries})
-	c.heldN += len(ds)
+	c.held = append(c.held, h)
+	c.heldN += len(h.ds) + len(h.rest)
 }
 
 // takeHeldLocked takes held batch i. p.mu is held.
@@ -93,7 +142,7 @@ func (p *Pipe) takeHeldLocked(i int) heldBatch {
 	c := &p.circuit
 	h := c.held[i]
 	c.held = append(c.held[:i:i], c.held[i+1:]...)
-	c.heldN -= len(h.ds)
+	c.heldN -= len(h.ds) + len(h.rest)
 	return h
 }
 
@@ -116,15 +165,264 @@ func (p *Pipe) dueHeldLocked(now time.Time) (due int, next time.Time) {
 }
 
 // undeferred holds the deliveries a Deferrer kept (it could not defer
-// them): the pipe retries them itself; when stopping they are released.
+// them): the pipe retries them itself; when stopping they are released,
+// and so are those at their HoldLimiter's limit (it was a last try).
 func (p *Pipe) undeferred(ds []*Delivery) {
+	var back []*Delivery
+	if hl, ok := p.opt.Source.(HoldLimiter); ok {
+		now := time.Now()
+		kept := ds[:0:0]
+		for _, d := range ds {
+			if u := hl.HoldUntil(d.Message); !u.IsZero() && !now.Before(u) {
+				back = append(back, d)
+			} else {
+				kept = append(kept, d)
+			}
+		}
+		ds = kept
+	}
 	p.mu.Lock()
 	if p.stopping {
 		p.mu.Unlock()
-		p.giveBack(ds)
+		p.giveBack(append(back, ds...))
 		return
 	}
-	p.holdLocked(ds, max(p.circuit.streak, 1))
+	p.holdLocked(ds, max(p.circuit.streak, 1), time.Now(), nil)
 	p.mu.Unlock()
+	p.giveBack(back)
 	p.signal()
+}
+
+// expireHeld gives back the held batches at their HoldLimiter's limit,
+// before the source must have them (RabbitMQ: before the consumer timeout
+// closes the channel over them and the broker redelivers them, counted):
+// deferred when the source is a Deferrer (not FIFO, not a dry run) — what
+// it cannot defer comes back to undeferred, which releases it — else
+// released (Nak: on RabbitMQ a requeue). It returns when the next limit
+// is, zero when none.
+func (p *Pipe) expireHeld(now time.Time) (next time.Time) {
+	var items []settle
+	p.mu.Lock()
+	c := &p.circuit
+	defer_ := p.set.def != nil && !p.info.FIFO && !p.opt.DryRun && !p.stopping
+	delay := outageRetry.Delay(1)
+	if c.open {
+		delay = max(time.Until(c.probeAt), breakerProbeMin)
+	}
+	for i := 0; i < len(c.held); {
+		h := c.held[i]
+		if h.until.IsZero() || now.Before(h.until) {
+			if !h.until.IsZero() && (next.IsZero() || h.until.Before(next)) {
+				next = h.until
+			}
+			i++
+			continue
+		}
+		p.takeHeldLocked(i)
+		ds := append(append([]*Delivery(nil), h.ds...), h.rest...)
+		groups := map[string]bool{}
+		for _, d := range ds {
+			if defer_ {
+				items = append(items, settle{d: d, v: verbDefer, delay: delay})
+			} else {
+				items = append(items, settle{d: d, v: verbNak})
+			}
+			groups[d.Message.GroupID()] = true
+		}
+		if p.info.FIFO { // the group is free again; what waits of it goes back too
+			for _, d := range p.batches.done(ds, groups) {
+				items = append(items, settle{d: d, v: verbNak})
+			}
+		}
+	}
+	p.mu.Unlock()
+	if len(items) > 0 {
+		p.log.Warn("outage messages held by the pipe reached the source's limit (RabbitMQ: the consumer timeout): they are given back",
+			"messages", len(items), "deferred", defer_)
+		p.set.finalMany(items)
+	}
+	return next
+}
+
+// DeferralTeller is a Deferrer that tells, of a message it delivered, when
+// the pipe last deferred it (zero when never, or when a failure's retry
+// came in between): a copy that fails whole again after the target
+// answered a batch started since is bisected (see bisect).
+type DeferralTeller interface {
+	DeferredAt(m *Message) time.Time
+}
+
+// maxConvictions bounds the message ids a pipe remembers as failing whole
+// on their own while the target works.
+const maxConvictions = 1024
+
+// convictions is a bounded set of message ids; the oldest is forgotten
+// first.
+type convictions struct {
+	ids  map[string]struct{}
+	ring []string
+	next int
+}
+
+func (c *convictions) add(id string) {
+	if _, ok := c.ids[id]; ok {
+		return
+	}
+	if c.ids == nil {
+		c.ids = map[string]struct{}{}
+	}
+	if len(c.ring) < maxConvictions {
+		c.ring = append(c.ring, id)
+	} else {
+		delete(c.ids, c.ring[c.next])
+		c.ring[c.next] = id
+		c.next = (c.next + 1) % maxConvictions
+	}
+	c.ids[id] = struct{}{}
+}
+
+func (c *convictions) has(id string) bool {
+	_, ok := c.ids[id]
+	return ok
+}
+
+// bisect decides, for a batch whose target call failed whole (every
+// message that reached it an outage), whether that says something of the
+// batch rather than of the target — the adaptation of Lambda's
+// BisectBatchOnFunctionError. While the circuit is closed:
+//
+//   - a message convicted before (it failed whole on its own while the
+//     target worked), in a pipe whose last batches the target answered
+//     (no outage batch since), is judged: its failure is a verdict;
+//   - a held batch that fails whole again is split (split): halves are
+//     harmless, they count nothing, and one that goes through shows
+//     whether the target works;
+//   - a held batch, or from a DeferralTeller one with a copy deferred
+//     before, that fails whole after the target answered a batch started
+//     since its last failure (evidence: the target works, something in
+//     the batch does not) is split too; a single message is judged
+//     instead, and convicted.
+//
+// Judged messages lose their outage mark (v[i].judged): they fail as a
+// named item failure would. It reports whether anything was judged, and
+// whether there was evidence that the target works.
+func (p *Pipe) bisect(batch []*Delivery, v []verdict, h *heldBatch) (split, judged, evidence bool) {
+	n := 0
+	for i := range v {
+		switch {
+		case v[i].outage:
+			n++
+		case v[i].outcome == Succeeded, v[i].outcome == FailedRetry && v[i].stage == "target" && !IsBatchFailure(v[i].err):
+			return false, false, false // the target answered this batch
+		}
+	}
+	if n == 0 {
+		return false, false, false
+	}
+	p.mu.Lock()
+	c := &p.circuit
+	if c.open || p.stopping {
+		p.mu.Unlock()
+		return false, false, false
+	}
+	works := c.answeredStart
+	if c.streak == 0 {
+		for i := range v {
+			if v[i].outage && c.convicted.has(batch[i].Message.MessageID) {
+				v[i].outage, v[i].judged = false, true
+				n--
+				judged = true
+			}
+		}
+	}
+	p.mu.Unlock()
+	if n == 0 {
+		return false, judged, false
+	}
+	evidence = h != nil && works.After(h.failedAt)
+	if dt, ok := p.opt.Source.(DeferralTeller); ok && !evidence && p.set.def != nil {
+		for i := range v {
+			if !v[i].outage {
+				continue
+			}
+			if at := dt.DeferredAt(batch[i].Message); !at.IsZero() && works.After(at) {
+				evidence = true
+				break
+			}
+		}
+	}
+	if n > 1 && (evidence || h != nil) {
+		return true, judged, evidence
+	}
+	if !evidence {
+		return false, judged, false
+	}
+	for i := range v {
+		if v[i].outage {
+			v[i].outage, v[i].judged = false, true
+			p.mu.Lock()
+			c.convicted.add(batch[i].Message.MessageID)
+			p.mu.Unlock()
+		}
+	}
+	return false, true, true
+}
+
+// splitLocked holds the two halves of an outage batch that failed whole
+// in a target that works, to go again at once, each as its own batch,
+// their backoff started afresh. Their last failure counts as now: a batch
+// the target answers that starts after (the other half) tells that the
+// target works. A FIFO batch is split between its groups; one of a single
+// group is split in order: the second half (and rest, what follows in the
+// group) waits, held, until the first is done. p.mu is held.
+func (p *Pipe) splitLocked(ds []*Delivery, rest []*Delivery) {
+	now := time.Now()
+	half := func(part, rest []*Delivery) {
+		p.keepLocked(heldBatch{ds: part, at: now, failedAt: now, rest: rest})
+	}
+	if !p.info.FIFO {
+		m := len(ds) / 2
+		half(ds[:m:m], nil)
+		half(ds[m:], nil)
+		return
+	}
+	var order []string
+	seen := map[string]bool{}
+	for _, d := range ds {
+		if g := d.Message.GroupID(); !seen[g] {
+			seen[g] = true
+			order = append(order, g)
+		}
+	}
+	if len(order) > 1 {
+		first := map[string]bool{}
+		for _, g := range order[:len(order)/2] {
+			first[g] = true
+		}
+		var a, b []*Delivery
+		for _, d := range ds {
+			if first[d.Message.GroupID()] {
+				a = append(a, d)
+			} else {
+				b = append(b, d)
+			}
+		}
+		half(a, nil) // rest is only ever of a single-group batch
+		half(b, rest)
+		return
+	}
+	m := len(ds) / 2
+	after := make([]*Delivery, 0, len(ds)-m+len(rest))
+	after = append(append(after, ds[m:]...), rest...)
+	half(ds[:m:m], after)
+}
+
+// HoldLimiter is a Source whose received messages may stay unsettled only
+// so long (RabbitMQ: the broker's consumer_timeout closes the channel over
+// an unacked delivery, and redelivers it, counted). HoldUntil is when m
+// must be settled at the latest; zero means no limit. The pipe gives back
+// the outage messages it holds before then: deferred again when the source
+// is a Deferrer, else released (Nak).
+type HoldLimiter interface {
+	HoldUntil(m *Message) time.Time
 }

@@ -206,11 +206,23 @@ type breaker struct {
 	streak  int // batches in a row that failed whole with retryable errors
 	open    bool
 	probing bool // a probe batch is at the target
-	every   time.Duration
-	probeAt time.Time
-	held    []heldBatch // outage batches held, invisible, to go again
-	heldN   int         // messages in held
-	err     error
+	// freshProbe: a held batch was the last probe and failed; the next is
+	// a fresh batch when the source has one, so that a held batch that
+	// fails on its own (a poison batch) does not keep the circuit open
+	// and polling paused while the target works for other messages.
+	freshProbe bool
+	every      time.Duration
+	probeAt    time.Time
+	held       []heldBatch // outage batches held, invisible, to go again
+	heldN      int         // messages in held
+	err        error
+	// answeredStart is when the latest-started batch the target answered
+	// started: a batch that failed whole before it is in a target that
+	// works (bisect.go).
+	answeredStart time.Time
+	// convicted are messages found to fail whole on their own while the
+	// target worked (bisect.go), bounded.
+	convicted convictions
 }
 
 // New checks the options and makes a pipe.
@@ -552,9 +564,10 @@ func (p *Pipe) schedule(poll, recv, work context.Context, pool *workers) {
 	defer tick.Stop()
 	dryFull := false
 	for {
+		capAt := p.expireHeld(time.Now()) // before they would go again
 		p.dispatch(work, pool)
 		var budgetWait <-chan struct{}
-		var errWait, rateWait, probeWait, heldWait <-chan time.Time
+		var errWait, rateWait, probeWait, heldWait, capWait <-chan time.Time
 		p.mu.Lock()
 		if p.opt.DryRun && p.dryHeld >= dryRunHold && !dryFull {
 			dryFull = true
@@ -578,6 +591,9 @@ func (p *Pipe) schedule(poll, recv, work context.Context, pool *workers) {
 			if _, next := p.dueHeldLocked(time.Now()); !next.IsZero() {
 				heldWait = time.After(time.Until(next))
 			}
+		}
+		if !capAt.IsZero() {
+			capWait = time.After(time.Until(capAt))
 		}
 		for {
 			want := p.pollersLocked()
@@ -631,6 +647,7 @@ func (p *Pipe) schedule(poll, recv, work context.Context, pool *workers) {
 		case <-rateWait:
 		case <-probeWait:
 		case <-heldWait:
+		case <-capWait:
 		case now := <-tick.C:
 			p.mu.Lock()
 			c, reason := p.ctl.tick(now)
@@ -688,7 +705,7 @@ func (p *Pipe) roomLocked() int {
 		return 0
 	}
 	if c := &p.circuit; c.open {
-		if c.probing || len(c.held) > 0 || p.batches.pending() > 0 || time.Now().Before(c.probeAt) {
+		if c.probing || len(c.held) > 0 && !c.freshProbe || p.batches.pending() > 0 || time.Now().Before(c.probeAt) {
 			return 0
 		}
 		return p.opt.BatchSize - p.reserved
@@ -761,6 +778,7 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 	}
 	if len(msgs) == 0 {
 		p.met.emptyReceives.Inc()
+		p.circuit.freshProbe = false // nothing fresh to probe with: a held batch is the probe
 		if p.opt.Drain && p.inflight == 0 && p.batches.pending() == 0 && p.receiving == 0 && p.circuit.heldN == 0 {
 			p.mu.Unlock()
 			empty := p.opt.DryRun || p.sourceEmpty(ctx)
@@ -822,17 +840,25 @@ func (p *Pipe) dispatch(ctx context.Context, pool *workers) {
 			return
 		}
 		var b []*Delivery
-		probe, tries := false, 0
+		var held *heldBatch
+		probe := false
 		switch {
 		case p.circuit.open && !p.stopping:
 			if p.circuit.probing || time.Now().Before(p.circuit.probeAt) {
 				p.mu.Unlock()
 				return
 			}
-			if len(p.circuit.held) > 0 {
+			if p.circuit.freshProbe { // after a held probe failed: a fresh one, when one comes
+				if p.batches.pending() == 0 {
+					p.mu.Unlock()
+					return // its receive is under way, or comes back empty
+				}
+				b = p.batches.next() // nil when its groups are held (FIFO)
+			}
+			if b == nil && len(p.circuit.held) > 0 {
 				h := p.takeHeldLocked(0)
-				b, tries = h.ds, h.tries
-			} else {
+				b, held = h.ds, &h
+			} else if b == nil {
 				b = p.batches.next()
 			}
 			probe = b != nil
@@ -840,7 +866,7 @@ func (p *Pipe) dispatch(ctx context.Context, pool *workers) {
 		default:
 			if i, _ := p.dueHeldLocked(time.Now()); i >= 0 {
 				h := p.takeHeldLocked(i)
-				b, tries = h.ds, h.tries
+				b, held = h.ds, &h
 			} else {
 				b = p.batches.next()
 			}
@@ -851,7 +877,7 @@ func (p *Pipe) dispatch(ctx context.Context, pool *workers) {
 		}
 		p.inflight++
 		p.mu.Unlock()
-		pool.run(func() { p.runBatch(ctx, b, probe, tries) })
+		pool.run(func() { p.runBatch(ctx, b, probe, held) })
 	}
 }
 
@@ -860,6 +886,7 @@ func (p *Pipe) releaseHeldLocked() []*Delivery {
 	var out []*Delivery
 	for _, h := range p.circuit.held {
 		out = append(out, h.ds...)
+		out = append(out, h.rest...)
 	}
 	p.circuit.held, p.circuit.heldN = nil, 0
 	return out

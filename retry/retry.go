@@ -184,7 +184,9 @@ type Options struct {
 //     batch that failed whole on every attempt comes back as one exhausted
 //     item failure per message and a nil error, not as a whole-batch error;
 //     an item whose last attempt failed whole is marked pipe.BatchFailure
-//     too (the pipe takes it for an outage, not a verdict on the item).
+//     too (the pipe takes it for an outage, not a verdict on the item),
+//     unless it was too old to be retried: that one is marked pipe.TooOld,
+//     a verdict (an event held through an outage honours max_event_age).
 //   - FIFO events (a non-empty Message.GroupID; a batch holds a group's
 //     messages in order) follow "first failure fails the rest of the
 //     group": once a message of a group fails, every later message of that
@@ -280,7 +282,9 @@ func (r *retrier) retry(ctx context.Context, events []*pipe.Event, res pipe.Resu
 					continue
 				}
 				delete(o.again, ev.ID())
-				o.setFinal(ev.ID(), pipe.Exhausted(fmt.Errorf("not retried: message older than max_event_age %s: %w", r.p.MaxEventAge, st.mark(cause)), attempt))
+				// TooOld: a verdict even after a whole failure, so that an
+				// event held through an outage is not held for ever.
+				o.setFinal(ev.ID(), pipe.Exhausted(pipe.TooOld(fmt.Errorf("not retried: message older than max_event_age %s: %w", r.p.MaxEventAge, st.mark(cause))), attempt))
 			}
 		}
 		o.chainGroups(pending)

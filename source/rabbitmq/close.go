@@ -103,8 +103,8 @@ func (s *Source) Close(ctx context.Context) error {
 	drain:
 		for {
 			select {
-			case d := <-ss.buf:
-				_ = ss.ch.Nack(d.DeliveryTag, false, true)
+			case b := <-ss.buf:
+				_ = ss.ch.Nack(b.d.DeliveryTag, false, true)
 			default:
 				break drain
 			}

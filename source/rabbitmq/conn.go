@@ -36,8 +36,8 @@ type session struct {
 	conn *amqp.Connection
 	ch   *amqp.Channel
 	tag  string
-	buf  chan amqp.Delivery // deliveries not yet returned by Receive
-	acks *ackLedger         // what was settled on ch (multiple acks, lingering acks)
+	buf  chan buffered // deliveries not yet returned by Receive
+	acks *ackLedger    // what was settled on ch (multiple acks, lingering acks)
 
 	pubMu   sync.Mutex // one re-publish at a time, so a return is its own
 	pub     *amqp.Channel
@@ -117,7 +117,7 @@ func (s *Source) start(conn *amqp.Connection, gen uint64) (*session, error) {
 	ss := &session{
 		gen: gen, conn: conn, dead: make(chan struct{}),
 		tag:     fmt.Sprintf("%s #%d", s.connName, gen),
-		buf:     make(chan amqp.Delivery, s.prefetch),
+		buf:     make(chan buffered, s.prefetch),
 		returns: make(chan amqp.Return, 16), // never full: the library's reader must not block
 	}
 	fail := func(what string, err error) (*session, error) {
@@ -147,7 +147,8 @@ func (s *Source) start(conn *amqp.Connection, gen uint64) (*session, error) {
 	if err != nil {
 		return fail("starting the consumer", err)
 	}
-	s.loops.Add(2)
+	s.loops.Add(3)
+	go s.reap(ss)
 	go func() { // watch: the first sign of an end ends the session
 		defer s.loops.Done()
 		var err error
@@ -168,7 +169,7 @@ func (s *Source) start(conn *amqp.Connection, gen uint64) (*session, error) {
 		defer s.loops.Done()
 		for d := range deliveries {
 			select {
-			case ss.buf <- d:
+			case ss.buf <- buffered{d: d, at: time.Now()}:
 			case <-ss.dead:
 				return
 			}

@@ -8,6 +8,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/pipesproject/pipes/internal/backoff"
+	"github.com/pipesproject/pipes/pipe"
 )
 
 // Retry delays. See the package doc, "Retry delays outside the prefetch
@@ -73,16 +74,136 @@ func retryDelay(delay time.Duration, attempts int) time.Duration {
 	return delay
 }
 
+// consumerTimeout is the broker's consumer_timeout as the source takes it:
+// the queue's (management API), else DefaultConsumerTimeout; a test may
+// set its own (Source.consumerTimeoutForTest).
+func (s *Source) consumerTimeout() time.Duration {
+	if s.consumerTimeoutForTest > 0 {
+		return s.consumerTimeoutForTest
+	}
+	if q := s.opened.Load(); q != nil && q.facts.ConsumerTimeout > 0 {
+		return q.facts.ConsumerTimeout
+	}
+	return DefaultConsumerTimeout
+}
+
+// maxUnacked is how long a delivery may stay unacked from its arrival:
+// the consumer timeout less a margin (a tenth of it, at most a minute).
+func (s *Source) maxUnacked() time.Duration {
+	ct := s.consumerTimeout()
+	return ct - min(ct/10, time.Minute)
+}
+
 // holdCap is how long e may still be held unacked: the consumer timeout
 // less the delivery's age, less a margin (a tenth of the timeout, at most a
 // minute), never below 0.
 func (s *Source) holdCap(e *entry, now time.Time) time.Duration {
-	ct := DefaultConsumerTimeout
-	if q := s.opened.Load(); q != nil && q.facts.ConsumerTimeout > 0 {
-		ct = q.facts.ConsumerTimeout
+	return max(s.maxUnacked()-now.Sub(e.received), 0)
+}
+
+var _ pipe.HoldLimiter = (*Source)(nil)
+
+// HoldUntil is when m, received and not settled, must be given back at
+// the latest (pipe.HoldLimiter): its arrival plus the consumer timeout,
+// less the margin (see holdCap). The pipe gives back an outage's messages
+// it holds itself (where Defer could not place a copy) before then, so
+// that the broker never closes the channel over them (and redelivers
+// them, counted). Zero when m is not in flight. It is safe for concurrent
+// use.
+func (s *Source) HoldUntil(m *pipe.Message) time.Time {
+	s.mu.Lock()
+	e := s.inflight[m.ReceiptHandle]
+	s.mu.Unlock()
+	if e == nil {
+		return time.Time{}
 	}
-	margin := min(ct/10, time.Minute)
-	return max(ct-now.Sub(e.received)-margin, 0)
+	return e.received.Add(s.maxUnacked())
+}
+
+// buffered is a delivery in the consumer's buffer, with when it came.
+type buffered struct {
+	d  amqp.Delivery
+	at time.Time
+}
+
+// reap gives back, before the consumer timeout, the deliveries that wait
+// too long in ss's buffer: the broker prefetches up to the prefetch count
+// while the pipe takes nothing (its circuit open: it receives one probe
+// batch at a time), and an unacked delivery ages from its arrival. It
+// runs on s.loops until ss ends.
+func (s *Source) reap(ss *session) {
+	defer s.loops.Done()
+	for {
+		every := min(max(s.maxUnacked()/10, 10*time.Millisecond), 30*time.Second)
+		t := time.NewTimer(every)
+		select {
+		case <-ss.dead:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		// What would pass the cap before the next sweep goes now.
+		s.reapBuffer(ss, time.Now(), s.maxUnacked()-every)
+	}
+}
+
+// reapBuffer gives back the deliveries of ss's buffer older than maxAge at
+// now; the others go back in order. The buffer never overflows: what it
+// holds is unacked, and the prefetch (its capacity) bounds that.
+func (s *Source) reapBuffer(ss *session, now time.Time, maxAge time.Duration) int {
+	var keep, old []buffered
+drain:
+	for {
+		select {
+		case b := <-ss.buf:
+			if now.Sub(b.at) >= maxAge {
+				old = append(old, b)
+			} else {
+				keep = append(keep, b)
+			}
+		default:
+			break drain
+		}
+	}
+	for _, b := range keep {
+		select {
+		case ss.buf <- b:
+		default:
+			old = append(old, b) // never: the buffer holds the prefetch
+		}
+	}
+	if len(old) == 0 {
+		return 0
+	}
+	s.log.Warn("deliveries waited in the consumer's buffer close to the broker's consumer_timeout (the pipe takes none: its circuit is open?): they are given back",
+		"queue", s.cfg.Queue, "messages", len(old), "consumer_timeout", s.consumerTimeout().String())
+	for _, b := range old {
+		s.giveBackUnseen(ss, b)
+	}
+	return len(old)
+}
+
+// giveBackUnseen gives back a delivery the pipe never received: a copy
+// with the attempts before it goes to a delay queue (its next delivery
+// counts as this one), else it is requeued (basic.nack: a classic queue
+// flags it redelivered, and a quorum queue before RabbitMQ 4.3 counts it
+// towards its delivery limit).
+func (s *Source) giveBackUnseen(ss *session, b buffered) {
+	s.publishes.Add(1)
+	defer s.publishes.Add(-1)
+	e := &entry{sess: ss, d: b.d, tag: b.d.DeliveryTag, received: b.at, attempts: attempts(&b.d, s.cfg.Queue),
+		id: b.d.MessageId, handle: "unseen"}
+	err := s.deferOne(e, defaultRetry.Base, time.Time{})
+	if err == nil {
+		return
+	}
+	s.requeuedAt.Store(time.Now().UnixNano())
+	if nerr := ss.ch.Nack(b.d.DeliveryTag, false, true); nerr != nil {
+		s.log.Warn("giving back a delivery near the consumer timeout failed; the broker redelivers it", "queue", s.cfg.Queue, "error", nerr)
+		return
+	}
+	s.ledgerSettled(e)
+	s.log.Warn("moving a delivery near the consumer timeout to a delay queue failed: it was requeued instead", "queue", s.cfg.Queue, "error", err)
 }
 
 // ensureDelayQueue declares the delay queue of ttl on a channel of its
@@ -135,7 +256,7 @@ func (s *Source) delayRetry(e *entry, delay time.Duration, a action) {
 	}
 	name, err := s.ensureDelayQueue(ss, bucket(delay))
 	if err == nil {
-		err = s.publishCopy(ss, e, name, e.attempts)
+		err = s.publishCopy(ss, e, name, e.attempts, time.Time{})
 	}
 	if err == nil {
 		if err := ss.ch.Ack(e.tag, false); err != nil {

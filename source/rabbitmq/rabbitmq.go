@@ -122,7 +122,17 @@
 // deliveries unacked was the other choice, not taken for the reasons a
 // failure's hold was not; it is what happens where the copy cannot be
 // placed: Defer keeps those messages unacked and the pipe holds them and
-// sends them again itself (they take prefetch slots meanwhile).
+// sends them again itself (they take prefetch slots meanwhile). That hold
+// is capped like the source's own (HoldUntil, pipe.HoldLimiter): before
+// the consumer timeout the pipe gives them back — Defer again, else
+// basic.nack requeue (no delivery limit used on a classic queue, though
+// the redelivered flag adds one to pipes' own count; on a quorum queue
+// before RabbitMQ 4.3 it counts towards x-delivery-limit). Deliveries the
+// broker prefetched while the pipe takes none (its circuit open) wait in
+// the consumer's buffer, at most the prefetch of them; they age from their
+// arrival, so the source gives back (reap) those near the consumer
+// timeout: a copy with the attempts before it in a delay queue, else a
+// requeue.
 package rabbitmq
 
 import (
@@ -261,6 +271,9 @@ type Source struct {
 	// them (UnixNano).
 	delayQueues map[string]time.Time
 	delayedAt   atomic.Int64
+	// consumerTimeoutForTest, when set, is the consumer timeout the
+	// source caps unacked deliveries by (a server setting otherwise).
+	consumerTimeoutForTest time.Duration
 }
 
 var (

@@ -26,8 +26,8 @@ type entry struct {
 	amqpID   bool   // id is the AMQP message-id or the content id (counted in Source.ids)
 	d        amqp.Delivery
 	attempts int
-	// received is when the broker's delivery was taken: its age counts
-	// towards the consumer timeout.
+	// received is when the broker's delivery came (into the consumer's
+	// buffer): its age counts towards the consumer timeout.
 	received time.Time
 	// cycle describes the dead-letter cycle the message went round (see
 	// deadLetterCycle), "" when none.
@@ -60,7 +60,7 @@ func (s *Source) Receive(ctx context.Context, limit int) ([]*pipe.Message, error
 	limit = max(limit, 1)
 	t := time.NewTimer(s.wait)
 	defer t.Stop()
-	var ds []amqp.Delivery
+	var ds []buffered
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -68,14 +68,14 @@ func (s *Source) Receive(ctx context.Context, limit int) ([]*pipe.Message, error
 		return nil, nil
 	case <-ss.dead:
 		return nil, fmt.Errorf("the connection to RabbitMQ for queue %s was lost (%w); reconnecting", s.cfg.Queue, ss.err)
-	case d := <-ss.buf:
-		ds = append(make([]amqp.Delivery, 0, limit), d)
+	case b := <-ss.buf:
+		ds = append(make([]buffered, 0, limit), b)
 	}
 more:
 	for len(ds) < limit {
 		select {
-		case d := <-ss.buf:
-			ds = append(ds, d)
+		case b := <-ss.buf:
+			ds = append(ds, b)
 		default:
 			break more
 		}
@@ -84,15 +84,14 @@ more:
 }
 
 // track makes the messages of deliveries and remembers them until settled.
-func (s *Source) track(ss *session, ds []amqp.Delivery) []*pipe.Message {
-	now := time.Now()
+func (s *Source) track(ss *session, ds []buffered) []*pipe.Message {
 	block := make([]pipe.Message, len(ds))
 	entries := make([]entry, len(ds))
 	out := make([]*pipe.Message, 0, len(ds))
 	s.mu.Lock()
 	for i := range ds {
 		e := &entries[i]
-		e.sess, e.d, e.tag, e.received = ss, ds[i], ds[i].DeliveryTag, now
+		e.sess, e.d, e.tag, e.received = ss, ds[i].d, ds[i].d.DeliveryTag, ds[i].at
 		e.handle = strconv.FormatUint(ss.gen, 10) + "." + strconv.FormatUint(e.tag, 10)
 		e.attempts = attempts(&e.d, s.cfg.Queue)
 		e.cycle, _ = deadLetterCycle(e.d.Headers, s.cfg.Queue, s.cycleLimit())

@@ -11,6 +11,39 @@ import (
 	"github.com/pipesproject/pipes/pipe"
 )
 
+// DeferredAtHeader is the header of an outage's copy (Defer) that says
+// when it was deferred (Unix milliseconds): a copy that fails whole again
+// after the target worked for other batches is bisected by the pipe
+// (pipe.DeferralTeller). A failure's copy does not carry it.
+const DeferredAtHeader = "x-pipes-deferred-at"
+
+var _ pipe.DeferralTeller = (*Source)(nil)
+
+// DeferredAt is when Defer last moved m's message to a delay queue (its
+// DeferredAtHeader), zero when never or when a failure's retry came in
+// between, or when m is not in flight. It is safe for concurrent use.
+func (s *Source) DeferredAt(m *pipe.Message) time.Time {
+	s.mu.Lock()
+	e := s.inflight[m.ReceiptHandle]
+	var v any
+	if e != nil {
+		v = e.d.Headers[DeferredAtHeader]
+	}
+	s.mu.Unlock()
+	var ms int64
+	switch n := v.(type) {
+	case int64:
+		ms = n
+	case int32:
+		ms = int64(n)
+	case int:
+		ms = int64(n)
+	default:
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
 // Operation names of pipe.SettleError.Op.
 const (
 	opAck        = "ack"
@@ -44,7 +77,10 @@ const (
 
 // Ack acks the messages (basic.ack): they are done. The oldest
 // deliveries of a channel go with one multiple ack when every delivery
-// before them was acked (see ackLedger), the others one by one. A receipt
+// before them was settled (see ackLedger); an ack above a delivery still
+// unsettled waits up to 10 ms for it, to go with the same multiple ack,
+// else it goes alone. Close sends the waiting acks before it requeues
+// anything; a session that ends drops them (the broker redelivers). A receipt
 // that is unknown, or whose channel closed, is reported in a
 // *pipe.SettleError with SenderFault (the broker redelivers those). It
 // does not block on the broker (acks have no answer) and is safe for
@@ -148,7 +184,7 @@ func (s *Source) Defer(ctx context.Context, msgs []*pipe.Message, delay time.Dur
 	var kept []*pipe.Message
 	var why error
 	for i, e := range es {
-		err := s.deferOne(e, delay)
+		err := s.deferOne(e, delay, time.Now())
 		s.publishes.Add(-1)
 		if err == nil {
 			continue
@@ -183,16 +219,17 @@ func (s *Source) Defer(ctx context.Context, msgs []*pipe.Message, delay time.Dur
 }
 
 // deferOne moves e's message to the delay queue of delay with the
-// attempts before this delivery, then acks the original and forgets e.
-// On an error nothing was acked.
-func (s *Source) deferOne(e *entry, delay time.Duration) error {
+// attempts before this delivery (and deferred in DeferredAtHeader, unless
+// zero), then acks the original and forgets e. On an error nothing was
+// acked.
+func (s *Source) deferOne(e *entry, delay time.Duration, deferred time.Time) error {
 	ss := e.sess
 	if !ss.alive() {
 		return ErrStaleReceipt
 	}
 	name, err := s.ensureDelayQueue(ss, bucket(min(delay, MaxHold)))
 	if err == nil {
-		err = s.publishCopy(ss, e, name, e.attempts-1)
+		err = s.publishCopy(ss, e, name, e.attempts-1, deferred)
 	}
 	if err != nil {
 		return err
@@ -365,7 +402,7 @@ func (s *Source) republish(e *entry) {
 	if !ss.alive() {
 		return // the broker redelivers the original
 	}
-	err := s.publishCopy(ss, e, s.cfg.Queue, e.attempts)
+	err := s.publishCopy(ss, e, s.cfg.Queue, e.attempts, time.Time{})
 	if err == nil {
 		if err := ss.ch.Ack(e.tag, false); err != nil {
 			s.log.Warn("acking a re-published message failed: it will be delivered twice", "queue", s.cfg.Queue, "message_id", e.id, "error", err)
@@ -382,14 +419,19 @@ func (s *Source) republish(e *entry) {
 }
 
 // publishCopy publishes the copy through the default exchange to queue,
-// attempts in AttemptsHeader (the failed deliveries it carries), and waits
-// for its confirm; a return (unroutable) or a nack is an error.
-func (s *Source) publishCopy(ss *session, e *entry, queue string, attempts int) error {
-	headers := make(amqp.Table, len(e.d.Headers)+1)
+// attempts in AttemptsHeader (the failed deliveries it carries) and, for an
+// outage's copy, deferred in DeferredAtHeader (zero: none), and waits for
+// its confirm; a return (unroutable) or a nack is an error.
+func (s *Source) publishCopy(ss *session, e *entry, queue string, attempts int, deferred time.Time) error {
+	headers := make(amqp.Table, len(e.d.Headers)+2)
 	for k, v := range e.d.Headers {
 		headers[k] = v
 	}
 	headers[AttemptsHeader] = int64(max(attempts, 0))
+	delete(headers, DeferredAtHeader)
+	if !deferred.IsZero() {
+		headers[DeferredAtHeader] = deferred.UnixMilli()
+	}
 	msg := amqp.Publishing{
 		Headers: headers, ContentType: e.d.ContentType, ContentEncoding: e.d.ContentEncoding,
 		// Always persistent: a quorum queue keeps even a transient message

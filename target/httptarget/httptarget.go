@@ -206,7 +206,10 @@ func (t *Target) Close(ctx context.Context) error {
 // one fails the later ones of its group are not sent: they fail with a
 // retryable error saying so. When every request sent was throttled,
 // Deliver returns a whole-batch Throttled error instead, so that the pipe
-// slows down.
+// slows down; when every request sent failed retryably (5xx, 408, 429,
+// timeouts, connection errors), a whole-batch retryable error (Throttled
+// when one was throttled), so that the pipe takes it for an outage, no
+// verdict on each record.
 func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
 	if len(events) == 0 {
 		return pipe.Result{}, nil
@@ -316,8 +319,8 @@ func (t *Target) deliverEach(ctx context.Context, events []*pipe.Event) (pipe.Re
 	}
 
 	var result pipe.Result
-	sent, throttled := 0, 0
-	var firstThrottled error
+	sent, throttled, retryable := 0, 0, 0
+	var firstThrottled, firstRetryable error
 	for i, err := range errs {
 		if err == nil {
 			sent++
@@ -329,13 +332,28 @@ func (t *Target) deliverEach(ctx context.Context, events []*pipe.Event) (pipe.Re
 				throttled++
 				firstThrottled = cmp.Or(firstThrottled, err)
 			}
+			if !pipe.IsPermanent(err) {
+				retryable++
+				firstRetryable = cmp.Or(firstRetryable, err)
+			}
 		}
 		result.Failures = append(result.Failures, pipe.ItemFailure{ID: events[i].ID(), Err: err})
 	}
-	if throttled > 0 && throttled == sent {
+	switch {
+	case throttled > 0 && throttled == sent:
 		// Every request sent was throttled (the others were held back
 		// behind one of them in their message group).
 		return pipe.Result{}, fmt.Errorf("delivering %d events one by one: all were throttled: %w", len(events), firstThrottled)
+	case retryable > 0 && retryable == sent:
+		// Every request sent failed retryably (5xx, 408, timeouts, refused
+		// connections): the endpoint is down, not the records wrong. A
+		// whole-batch error makes it an outage for the pipe, no verdict on
+		// each record, as with Batch.
+		err := fmt.Errorf("delivering %d events one by one: every request failed: %w", len(events), firstRetryable)
+		if throttled > 0 {
+			err = pipe.Throttled(err)
+		}
+		return pipe.Result{}, err
 	}
 	return result, nil
 }

@@ -888,3 +888,65 @@ func TestOneRequestPerEventThrottledAtTheHeadOfEveryGroupThrottlesTheBatch(t *te
 		t.Fatalf("error = %v, want a whole-batch Throttled error", err)
 	}
 }
+
+// Without batch, a call whose every request failed retryably (5xx, 408, a
+// refused connection) is the endpoint down, not its records wrong: Deliver
+// fails the batch whole with a retryable error, so that the pipe takes it
+// for an outage (no receive counted, nothing dead-lettered), as it does a
+// failed batch request. Before, each record came back as an item failure:
+// a verdict on it. Where any request went through, or one failed as a
+// client error, the items decide.
+func TestOneRequestPerEventAllFailingRetryablyFailsTheBatch(t *testing.T) {
+	tests := []struct {
+		name      string
+		statuses  map[string]int // by id; others 503
+		whole     bool
+		throttled bool
+	}{
+		{"all 503", nil, true, false},
+		{"503, 500 and 408", map[string]int{"b": 500, "c": 408}, true, false},
+		{"503 and 429", map[string]int{"b": 429}, true, true},
+		{"one went through", map[string]int{"b": 200}, false, false},
+		{"one client error", map[string]int{"b": 400}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _ := recording(t, func(body []byte) int {
+				var ev struct{ ID string }
+				_ = json.Unmarshal(body, &ev)
+				return cmp.Or(tt.statuses[ev.ID], http.StatusServiceUnavailable)
+			})
+			tg := newTarget(t, httptarget.Config{URL: srv.URL})
+			r, err := tg.Deliver(context.Background(), events("a", "b", "c"))
+			if !tt.whole {
+				if err != nil || len(r.Failures) == 0 {
+					t.Fatalf("Deliver = %v, %v; want item failures", r.Failures, err)
+				}
+				return
+			}
+			if err == nil || len(r.Failures) != 0 {
+				t.Fatalf("Deliver = %v, %v; want a whole-batch error", r.Failures, err)
+			}
+			if pipe.IsPermanent(err) || pipe.IsThrottled(err) != tt.throttled {
+				t.Errorf("error %v: permanent %v, throttled %v; want retryable, throttled %v", err, pipe.IsPermanent(err), pipe.IsThrottled(err), tt.throttled)
+			}
+		})
+	}
+	t.Run("connection refused", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		url := srv.URL
+		srv.Close()
+		tg := newTarget(t, httptarget.Config{URL: url, Timeout: 2 * time.Second})
+		r, err := tg.Deliver(context.Background(), events("a", "b"))
+		if err == nil || len(r.Failures) != 0 || pipe.IsPermanent(err) {
+			t.Fatalf("Deliver = %v, %v; want a retryable whole-batch error", r.Failures, err)
+		}
+	})
+	t.Run("a FIFO group stopped at its head", func(t *testing.T) {
+		srv, _, _ := arrivals(t, func(string) int { return http.StatusBadGateway })
+		tg := newTarget(t, httptarget.Config{URL: srv.URL})
+		if _, err := tg.Deliver(context.Background(), grouped("A/a1", "A/a2", "B/b1")); err == nil {
+			t.Fatal("every request sent failed 502, want a whole-batch error")
+		}
+	})
+}
