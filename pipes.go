@@ -57,7 +57,7 @@ type Env struct {
 	// kept hidden while the pipes run and released when they stop.
 	DryRun bool
 	// Tracer, when set, gives every batch of every pipe a span
-	// (internal/tracing's OpenTelemetry one; nil: no tracing).
+	// (internal/kit/tracing's OpenTelemetry one; nil: no tracing).
 	Tracer pipe.Tracer
 
 	outMu *sync.Mutex

@@ -94,7 +94,7 @@ func writeMicro(w io.Writer, dir string) error {
 		return err
 	}
 	var b strings.Builder
-	b.WriteString("\nMicro-benchmarks (medians of `go test -run '^$' -bench . -benchmem -count 6 ./source/sqs/ ./filter/ ./template/ ./pipe/ ./internal/batching/ ./target/httptarget/ ./internal/h1/`):\n\n")
+	b.WriteString("\nMicro-benchmarks (medians of `go test -run '^$' -bench . -benchmem -count 6 ./source/sqs/ ./filter/ ./template/ ./pipe/ ./internal/kit/batching/ ./target/httptarget/ ./internal/h1/`):\n\n")
 	b.WriteString("| Benchmark | ns/op | B/op | allocs/op | other | Target | Met |\n|---|---|---|---|---|---|---|\n")
 	for _, bm := range bs {
 		var other []string

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/pipesproject/pipes/internal/httpcore"
+	"github.com/pipesproject/pipes/internal/kit/httpcore"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pipesproject/pipes/config"
-	"github.com/pipesproject/pipes/internal/awsclient"
+	"github.com/pipesproject/pipes/internal/kit/awsclient"
 )
 
 // awsFlags are the AWS CLI's --region, --profile and --endpoint-url, on

@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/pipesproject/pipes/internal/sqstest"
-	"github.com/pipesproject/pipes/internal/tracing/otlptest"
+	"github.com/pipesproject/pipes/internal/kit/tracing/otlptest"
 )
 
 // encodingsOf are the forms a server may echo secret in, computed here

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel"
 
-	"github.com/pipesproject/pipes/internal/httpcore"
-	"github.com/pipesproject/pipes/internal/tracing"
+	"github.com/pipesproject/pipes/internal/kit/httpcore"
+	"github.com/pipesproject/pipes/internal/kit/tracing"
 	"github.com/pipesproject/pipes/pipe"
 )
 

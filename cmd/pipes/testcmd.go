@@ -19,7 +19,7 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
-	"github.com/pipesproject/pipes/internal/httpcore"
+	"github.com/pipesproject/pipes/internal/kit/httpcore"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/target/httptarget"

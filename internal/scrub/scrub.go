@@ -3,7 +3,7 @@
 // form a server or library may quote them: raw, percent-encoded,
 // JSON-escaped and base64-encoded. It is the one scrubber of pipes: the
 // RabbitMQ source, target and dead-letter tools use it directly, the HTTP
-// clients (internal/httpcore) and the status page (ui) through their own
+// clients (internal/kit/httpcore) and the status page (ui) through their own
 // placeholders.
 package scrub
 

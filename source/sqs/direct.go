@@ -21,7 +21,7 @@ import (
 	smithyauth "github.com/aws/smithy-go/auth"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/pipesproject/pipes/internal/awsclient"
+	"github.com/pipesproject/pipes/internal/kit/awsclient"
 )
 
 // directAPI is the SQS client with its two hot calls, ReceiveMessage and

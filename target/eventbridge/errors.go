@@ -3,7 +3,7 @@ package eventbridge
 import (
 	"fmt"
 
-	"github.com/pipesproject/pipes/internal/awsclient"
+	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/pipe"
 )
 

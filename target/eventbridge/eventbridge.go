@@ -32,9 +32,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
-	"github.com/pipesproject/pipes/internal/awsclient"
-	"github.com/pipesproject/pipes/internal/batching"
-	"github.com/pipesproject/pipes/internal/param"
+	"github.com/pipesproject/pipes/internal/kit/awsclient"
+	"github.com/pipesproject/pipes/internal/kit/batching"
+	"github.com/pipesproject/pipes/internal/kit/param"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/pipesproject/pipes/internal/httpcore"
+	"github.com/pipesproject/pipes/internal/kit/httpcore"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )

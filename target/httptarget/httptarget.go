@@ -4,7 +4,7 @@
 // request per event.
 //
 // Status codes are classified by the client core this target shares with
-// the http enrichment (internal/httpcore): 2xx succeeds; 429 is throttling
+// the http enrichment (internal/kit/httpcore): 2xx succeeds; 429 is throttling
 // (pipe.Throttled); 408, 5xx, timeouts and connection errors are retryable;
 // other 4xx and 3xx (redirects are not followed) are client errors that
 // retrying will not fix (pipe.Permanent).
@@ -23,8 +23,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pipesproject/pipes/internal/batching"
-	"github.com/pipesproject/pipes/internal/httpcore"
+	"github.com/pipesproject/pipes/internal/kit/batching"
+	"github.com/pipesproject/pipes/internal/kit/httpcore"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )

@@ -3,7 +3,7 @@ package lambdatarget
 import (
 	"net/http"
 
-	"github.com/pipesproject/pipes/internal/awsclient"
+	"github.com/pipesproject/pipes/internal/kit/awsclient"
 )
 
 // classifier marks a failed call's error: Throttled when Lambda asked to

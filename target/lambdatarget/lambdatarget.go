@@ -30,9 +30,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
-	"github.com/pipesproject/pipes/internal/awsclient"
-	"github.com/pipesproject/pipes/internal/batching"
-	"github.com/pipesproject/pipes/internal/httpcore"
+	"github.com/pipesproject/pipes/internal/kit/awsclient"
+	"github.com/pipesproject/pipes/internal/kit/batching"
+	"github.com/pipesproject/pipes/internal/kit/httpcore"
 	"github.com/pipesproject/pipes/pipe"
 )
 

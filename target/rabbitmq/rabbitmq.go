@@ -51,7 +51,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	tparam "github.com/pipesproject/pipes/internal/param"
+	tparam "github.com/pipesproject/pipes/internal/kit/param"
 	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"

@@ -36,9 +36,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 
-	"github.com/pipesproject/pipes/internal/awsclient"
-	"github.com/pipesproject/pipes/internal/batching"
-	"github.com/pipesproject/pipes/internal/param"
+	"github.com/pipesproject/pipes/internal/kit/awsclient"
+	"github.com/pipesproject/pipes/internal/kit/batching"
+	"github.com/pipesproject/pipes/internal/kit/param"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )

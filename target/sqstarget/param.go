@@ -1,12 +1,12 @@
 package sqstarget
 
 import (
-	tparam "github.com/pipesproject/pipes/internal/param"
+	tparam "github.com/pipesproject/pipes/internal/kit/param"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
 
-// param is a target parameter (see internal/param) with its template at
+// param is a target parameter (see internal/kit/param) with its template at
 // hand: tmpl is nil for a constant.
 type param struct {
 	tparam.Param

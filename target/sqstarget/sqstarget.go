@@ -39,9 +39,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/pipesproject/pipes/internal/awsclient"
-	"github.com/pipesproject/pipes/internal/batching"
-	tparam "github.com/pipesproject/pipes/internal/param"
+	"github.com/pipesproject/pipes/internal/kit/awsclient"
+	"github.com/pipesproject/pipes/internal/kit/batching"
+	tparam "github.com/pipesproject/pipes/internal/kit/param"
 	"github.com/pipesproject/pipes/internal/sqsname"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/pipesproject/pipes/internal/tracing"
-	"github.com/pipesproject/pipes/internal/tracing/otlptest"
+	"github.com/pipesproject/pipes/internal/kit/tracing"
+	"github.com/pipesproject/pipes/internal/kit/tracing/otlptest"
 	"github.com/pipesproject/pipes/pipe"
 )
 

@@ -1,0 +1,14 @@
+// Package kit holds the helpers that the module's own sources and targets
+// share and that sit above package pipe: each package under kit imports pipe
+// (for Event, Message or the error classes), and pipe imports none of them.
+//
+//	awsclient  AWS SDK configuration, SigV4 signing, error classification
+//	batching   entry splitting by count and bytes, payload arrays
+//	httpcore   the HTTP client, status classification and secret masking
+//	           shared by the http target and enrichment
+//	param      target parameters: templates read per batch or per record
+//	tracing    the OpenTelemetry pipe.Tracer
+//
+// The packages directly under internal/ (backoff, jsonvalue, syncbuf, …) sit
+// below pipe or beside it and never import it.
+package kit
