@@ -36,6 +36,7 @@ type outageTarget struct {
 	downFrom  time.Time
 	refused   int            // calls answered 503
 	attempts  map[string]int // good body → attempts at its first success
+	order     []string       // good bodies in the order of their first success
 	successes map[string]int // good body → successes (more than 1: a duplicate)
 	failed    map[string]int // bad body → times named failed
 }
@@ -73,6 +74,7 @@ func (o *outageTarget) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		if o.successes[body] == 0 {
 			o.attempts[body] = attempts
+			o.order = append(o.order, body)
 		}
 		o.successes[body]++
 		o.taken++
@@ -290,7 +292,7 @@ target: {type: http, url: %s}
 // batch holds a poison record (a body with "poison"), as a server that
 // cannot parse one record fails the request, and takes every other call,
 // counting each good body's successes.
-func poisonServer(t *testing.T) (*httptest.Server, func() (map[string]int, int)) {
+func poisonServer(t *testing.T, read func(map[string]any) (string, int)) (*httptest.Server, func() (map[string]int, int)) {
 	var mu sync.Mutex
 	taken := map[string]int{}
 	poisoned := 0
@@ -303,14 +305,14 @@ func poisonServer(t *testing.T) (*httptest.Server, func() (map[string]int, int))
 		mu.Lock()
 		defer mu.Unlock()
 		for _, rec := range batch {
-			if body, _ := rabbitRecord(rec); strings.Contains(body, "poison") {
+			if body, _ := read(rec); strings.Contains(body, "poison") {
 				poisoned++
 				http.Error(w, "cannot parse a record", http.StatusInternalServerError)
 				return
 			}
 		}
 		for _, rec := range batch {
-			body, _ := rabbitRecord(rec)
+			body, _ := read(rec)
 			taken[body]++
 		}
 	}))
@@ -360,7 +362,7 @@ func TestAPoisonBatchOnRabbitMQIsBisected(t *testing.T) {
 				}
 			}
 			rabbittest.Publish(t, q, bodies...)
-			srv, taken := poisonServer(t)
+			srv, taken := poisonServer(t, rabbitRecord)
 			built := buildPipe(t, pipes.NewRegistry(), pipes.Env{Drain: true}, fmt.Sprintf(`
 name: poison
 source:
