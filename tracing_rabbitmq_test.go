@@ -14,9 +14,9 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
-	"github.com/pipesproject/pipes/internal/rabbittest"
 	"github.com/pipesproject/pipes/internal/kit/tracing"
 	"github.com/pipesproject/pipes/internal/kit/tracing/otlptest"
+	"github.com/pipesproject/pipes/internal/rabbittest"
 	"github.com/pipesproject/pipes/pipe"
 )
 

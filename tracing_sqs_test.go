@@ -16,9 +16,9 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
-	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/internal/kit/tracing"
 	"github.com/pipesproject/pipes/internal/kit/tracing/otlptest"
+	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
 )
 

@@ -20,8 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/internal/kit/tracing/otlptest"
+	"github.com/pipesproject/pipes/internal/sqstest"
 )
 
 // encodingsOf are the forms a server may echo secret in, computed here
