@@ -106,25 +106,9 @@ func (s *Server) view(p *pipeState) (PipeView, stats) {
 	if st.CircuitOpen {
 		v.Circuit = "open"
 	}
-	switch {
-	case st.Stopping:
-		v.State = "draining"
-	case st.Paused:
-		v.State = "paused"
-	case !st.Started:
-		v.State = "starting"
-	case st.CircuitOpen:
-		v.State = "circuit open"
-	case !st.Ready:
-		v.State = "not ready"
-	default:
-		v.State = "running"
-	}
+	v.State = StateOf(st).String()
 	if st.Err != nil && !st.Ready {
 		v.Reason = p.Scrub(st.Err.Error())
-		if !st.Started {
-			v.State = "not ready"
-		}
 	}
 	if !rs.ageAt.IsZero() {
 		a := rs.oldestAge.Seconds()
