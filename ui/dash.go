@@ -29,17 +29,10 @@ type Health struct {
 	RecentDeadLettered float64 `json:"recentDeadLettered"`
 }
 
-// healthOf decides a pipe's health from its row and its samples.
-func healthOf(v PipeView, rs stats, every time.Duration, now time.Time) Health {
-	n := int(recentWindow / every)
-	recent := func(s []float64) float64 {
-		sum := 0.0
-		for _, r := range s[max(0, len(s)-n):] {
-			sum += r * every.Seconds()
-		}
-		return sum
-	}
-	h := Health{Level: "ok", RecentFailed: recent(rs.series.Failed), RecentDeadLettered: recent(rs.series.DeadLettered)}
+// healthOf decides a pipe's health from its row and its recorder.
+func healthOf(v PipeView, r *Recorder, rs stats, every time.Duration, now time.Time) Health {
+	failed, dead := r.recent(now, recentWindow)
+	h := Health{Level: "ok", RecentFailed: failed, RecentDeadLettered: dead}
 	var words []string
 	bad := func(w string) { h.Level = "bad"; words = append(words, w) }
 	warn := func(w string) {

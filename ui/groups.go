@@ -105,7 +105,8 @@ func (g *groups) list() []Group {
 //     N and the unit;
 //   - any other part of 6 characters or more between '-' and '_' that
 //     holds a digit (i-0abc123def, a message id) becomes <id>;
-//   - short names with a digit (s3, v2, utf8) stay as they are;
+//   - short names with a digit (s3, v2, utf8) stay as they are, unless
+//     the word has a number part too (m1-0001 becomes mN-N);
 //   - an HTTP status (100 to 599 after "HTTP", "HTTP/1.1", "status" or
 //     "code") stays, since 503 and 400 are different failures.
 //
@@ -171,13 +172,19 @@ func normalizeWord(w, prev, prev2, prev3 string) string {
 	if len(parts) == 1 && parts[0] == w {
 		return normalizePart(w)
 	}
+	// A word with a number part (m1-0001) numbers its short parts too.
+	numbered := slices.ContainsFunc(parts, isNumber)
 	var b strings.Builder
 	start := 0
 	for i := 0; i <= len(w); i++ {
 		if i < len(w) && w[i] != '-' && w[i] != '_' {
 			continue
 		}
-		b.WriteString(normalizePart(w[start:i]))
+		part := normalizePart(w[start:i])
+		if numbered {
+			part = digitsToN(part)
+		}
+		b.WriteString(part)
 		if i < len(w) {
 			b.WriteByte(w[i])
 		}
@@ -206,6 +213,25 @@ func normalizePart(p string) string {
 		return "<id>"
 	}
 	return p
+}
+
+// digitsToN replaces each run of digits of p by N.
+func digitsToN(p string) string {
+	if !hasDigit(p) {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if !isDigit(p[i]) {
+			b.WriteByte(p[i])
+			continue
+		}
+		b.WriteByte('N')
+		for i+1 < len(p) && isDigit(p[i+1]) {
+			i++
+		}
+	}
+	return b.String()
 }
 
 // isNumber reports a word of digits only.

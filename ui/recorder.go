@@ -264,3 +264,21 @@ func (r *Recorder) stats() stats {
 	}
 	return st
 }
+
+// recent returns the failures and the dead letters of the last window:
+// the totals now less those of the last sample taken before the window
+// (none: since start).
+func (r *Recorder) recent(now time.Time, window time.Duration) (failed, dead float64) {
+	f, d := r.failed.Load(), r.dead.Load()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var base sample
+	for i := range r.samples {
+		s := r.samples[(r.first+i)%len(r.samples)]
+		if s.at.After(now.Add(-window)) {
+			break
+		}
+		base = s
+	}
+	return float64(f - base.failed), float64(d - base.dead)
+}

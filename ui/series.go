@@ -47,7 +47,7 @@ func (r *Recorder) latency(hist latencyHistogram) (p50, p99 float64) {
 		}
 	}
 	total := m.Histogram.GetSampleCount()
-	if len(r.buckets) == len(bs) && r.buckets != nil {
+	if len(r.buckets) == len(bs) {
 		total -= min(r.lastCount, total)
 	}
 	r.buckets, r.lastCount = now, m.Histogram.GetSampleCount()

@@ -134,7 +134,7 @@ func (s *Server) view(p *pipeState) (PipeView, stats) {
 		v.Redrive = &j
 	}
 	p.mu.Unlock()
-	v.Health = healthOf(v, rs, s.cfg.SampleEvery, time.Now())
+	v.Health = healthOf(v, p.Recorder, rs, s.cfg.SampleEvery, time.Now())
 	return v, rs
 }
 
