@@ -162,7 +162,9 @@ try {
   found.groupOpen = await page.locator("[data-groups] details").first().evaluate((d) => d.open);
   await fits(page, "detail 1280");
   await a11y(page, "detail (charts)");
-  await shot(page, "detail-top.png");
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.mouse.move(1, 1);
+  await shot(page, "detail-top.png", { fullPage: true, clip: { x: 0, y: 0, width: 1280, height: 1180 } });
   await page.locator("section.flow").screenshot({ path: join(artifacts, "flow.png") });
   await page.locator("section.charts").screenshot({ path: join(artifacts, "charts.png") });
   await page.locator('section[aria-labelledby="groups-h"]').screenshot({ path: join(artifacts, "failures-grouped.png") });
