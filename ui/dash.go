@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 	"time"
 )
 
@@ -234,4 +235,25 @@ func (s *Server) apiSeries(w http.ResponseWriter, r *http.Request) {
 // dashFuncs are the dashboard templates' helpers (besides funcs).
 var dashFuncs = template.FuncMap{
 	"secs": func(f float64) *float64 { return &f },
+	"clip": clip,
+}
+
+// clipAt is how much of a group's error its summary line shows; the whole
+// text opens below it.
+const clipAt = 200
+
+// clip shortens s to about clipAt bytes, at a word boundary, marking the
+// cut with "…". dash.js clips the same.
+func clip(s string) string {
+	if len(s) <= clipAt {
+		return s
+	}
+	cut := strings.LastIndexByte(s[:clipAt], ' ')
+	if cut < clipAt/2 {
+		cut = clipAt
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+	}
+	return s[:cut] + " …"
 }

@@ -223,3 +223,21 @@ func TestTheRingStaysFixedSize(t *testing.T) {
 		t.Fatalf("%d points, want %d", got, int(History/time.Second))
 	}
 }
+
+func TestClip(t *testing.T) {
+	words := strings.Repeat("word ", 60) // 300 bytes
+	tests := []struct {
+		name, in, want string
+	}{
+		{"a short text stays", "reported in batchItemFailures", "reported in batchItemFailures"},
+		{"a long text is cut at a space", words, strings.Repeat("word ", 39) + "word …"},
+		{"a long word is cut at a rune", strings.Repeat("é", 150), strings.Repeat("é", 100) + " …"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := clip(tt.in); got != tt.want || !utf8.ValidString(got) {
+				t.Errorf("clip = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

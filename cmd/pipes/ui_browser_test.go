@@ -246,6 +246,7 @@ logging:
 		}
 		FailuresTotal int
 		GroupOpen     bool
+		ErrorWrap     bool
 		Failure       struct{ Error, ID, Sample string }
 		NoToken       int
 		DLQBefore     string
@@ -294,7 +295,7 @@ logging:
 	checks = append(checks, struct {
 		what string
 		ok   bool
-	}{"the failures are one group of 6 at the target", groupsOK})
+	}{"the failures are one group of 6 at the target", groupsOK && found.ErrorWrap})
 	flowOK := len(found.Flow) >= 5 && found.Flow[0].Step == "source" && found.Flow[0].In > 0
 	for _, f := range found.Flow {
 		if f.Step == "target" && f.Stopped != float64(2*len(bad)) {

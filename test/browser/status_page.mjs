@@ -157,6 +157,8 @@ try {
     error: tr.querySelector("summary").textContent, example: tr.querySelector(".full").textContent,
     link: tr.querySelector("td.id a") ? tr.querySelector("td.id a").getAttribute("href") : "",
   })));
+  found.errorWrap = await page.evaluate(() => [...document.querySelectorAll("[data-groups] td.err-text, [data-failures] td.err")]
+    .every((td) => getComputedStyle(td).wordBreak === "normal"));
   found.failuresTotal = Number(await page.locator('[data-field="failuresTotal"]').first().textContent());
   await page.locator("[data-groups] summary").first().click();
   found.groupOpen = await page.locator("[data-groups] details").first().evaluate((d) => d.open);

@@ -29,6 +29,7 @@
     rate: function (v) { return v >= 100 ? v.toFixed(0) + "/s" : v.toFixed(1) + "/s"; },
     int: function (v) { return v.toFixed(0); },
     age: function (v) { return v === null || v === undefined ? "–" : duration(v); },
+    clock: function (v) { return v ? new Date(v).toISOString().substring(11, 19) + " UTC" : "–"; },
     depth: function (d) {
       if (!d) return "–";
       return d.inFlight < 0 ? String(d.visible) : d.visible + " (" + d.inFlight + " in flight)";

@@ -11,6 +11,12 @@
     if (text !== undefined) e.textContent = text;
     return e;
   }
+  // clip is dash.go's clip: about 200 characters, cut at a space.
+  function clip(s) {
+    if (s.length <= 200) return s;
+    var cut = s.lastIndexOf(" ", 200);
+    return s.substring(0, cut < 100 ? 200 : cut) + " …";
+  }
   function time(sec) { return new Date(sec * 1000).toISOString().substring(11, 19) + " UTC"; }
   function isoTime(iso) { return new Date(iso).toISOString().substring(11, 19) + " UTC"; }
 
@@ -56,7 +62,7 @@
       tr.appendChild(c);
       tr.appendChild(cell("", g.stage, "Stage"));
       var e = cell("err-text", undefined, "Error"), det = el("details");
-      det.appendChild(el("summary", "", g.error));
+      det.appendChild(el("summary", "", clip(g.error)));
       det.appendChild(el("p", "full", g.example));
       e.appendChild(det);
       tr.appendChild(e);
