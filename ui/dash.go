@@ -5,8 +5,8 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 )
 
 // recentWindow is how far back a pipe's failures and dead letters make it
