@@ -32,6 +32,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/pipes", s.apiPipes)
 	mux.HandleFunc("GET /api/pipes/{name}", s.apiPipe)
 	mux.HandleFunc("GET /api/pipes/{name}/failures", s.apiFailures)
+	mux.HandleFunc("GET /api/pipes/{name}/series", s.apiSeries)
 	mux.HandleFunc("POST /api/pipes/{name}/{action}", s.apiAction)
 	return s.guard(mux)
 }
@@ -83,6 +84,7 @@ type page struct {
 	CSRF    string
 	Message string
 	Pipes   []PipeView
+	Summary Summary
 	Pipe    *DetailView
 	Failure *Failure
 	Action  string
@@ -135,7 +137,8 @@ func (s *Server) views() []PipeView {
 }
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
-	s.render(w, http.StatusOK, "overview.html", page{Title: "pipes", API: "/api/pipes", Pipes: s.views()})
+	v := s.views()
+	s.render(w, http.StatusOK, "overview.html", page{Title: "pipes", API: "/api/pipes", Pipes: v, Summary: summarize(v)})
 }
 
 func (s *Server) pipePage(w http.ResponseWriter, r *http.Request) {
@@ -308,9 +311,11 @@ func (s *Server) actionRefused(w http.ResponseWriter, p *pipeState, action strin
 }
 
 func (s *Server) apiPipes(w http.ResponseWriter, _ *http.Request) {
+	v := s.views()
 	s.writeJSON(w, http.StatusOK, struct {
-		Pipes []PipeView `json:"pipes"`
-	}{s.views()})
+		Summary Summary    `json:"summary"`
+		Pipes   []PipeView `json:"pipes"`
+	}{summarize(v), v})
 }
 
 func (s *Server) apiPipe(w http.ResponseWriter, r *http.Request) {

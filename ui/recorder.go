@@ -24,12 +24,15 @@ const (
 // concurrent use; none of its methods block on I/O.
 type Recorder struct {
 	received, delivered, filtered, failed, dead atomic.Int64
+	// byStage counts the failures by stage (stageIndex).
+	byStage [numStages]atomic.Int64
 	// maxAge is the age, in milliseconds, of the oldest message received
 	// since the last sample (-1: none received).
 	maxAge atomic.Int64
 
 	scrub func(string) string
 	every time.Duration
+	start time.Time // when it was made: the flow view's rates since start
 
 	mu       sync.Mutex
 	failures []Failure // ring of MaxFailures, next at failures[next%MaxFailures]
@@ -39,6 +42,11 @@ type Recorder struct {
 	first    int      // index of the oldest sample
 	lastAge  time.Duration
 	ageAt    time.Time
+	groups   groups // the failures by kind (groups.go)
+	// buckets are the batch latency histogram's cumulative bucket counts
+	// at the last sample (series.go).
+	buckets   []uint64
+	lastCount uint64
 }
 
 var _ pipe.Observer = (*Recorder)(nil)
@@ -47,6 +55,7 @@ var _ pipe.Observer = (*Recorder)(nil)
 type sample struct {
 	at                                          time.Time
 	received, delivered, filtered, failed, dead int64
+	gauges                                      // series.go
 }
 
 // Failure is one failed message as the page shows it.
@@ -83,7 +92,7 @@ func NewRecorder(every time.Duration, scrub func(string) string) *Recorder {
 		scrub = func(s string) string { return s }
 	}
 	n := int(History/every) + 1
-	r := &Recorder{scrub: scrub, every: every, samples: make([]sample, 0, n)}
+	r := &Recorder{scrub: scrub, every: every, start: time.Now(), samples: make([]sample, 0, n)}
 	r.maxAge.Store(-1)
 	return r
 }
@@ -112,16 +121,19 @@ func (r *Recorder) Settled(delivered, filtered int) {
 // Failed implements pipe.Observer.
 func (r *Recorder) Failed(f pipe.Failure) {
 	r.failed.Add(1)
+	r.byStage[stageIndex(f.Stage)].Add(1)
 	msg := "failed"
 	if f.Err != nil {
 		msg = f.Err.Error()
 	}
 	kept := Failure{MessageID: f.MessageID, Stage: f.Stage, Error: r.scrub(msg), Attempts: f.Attempts,
 		At: f.At, Sample: r.scrub(f.Sample), Attributes: f.Attributes}
+	norm := NormalizeError(kept.Error)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.next++
 	kept.Seq = r.next
+	r.groups.add(kept, norm)
 	if len(r.failures) < MaxFailures {
 		r.failures = append(r.failures, kept)
 		return
@@ -141,12 +153,19 @@ func (r *Recorder) Scaled(d pipe.ScalingDecision) {
 
 // Sample records the totals now; the page's rates and sparklines come from
 // the samples. The server calls it every `every`.
-func (r *Recorder) Sample(now time.Time) {
+func (r *Recorder) Sample(now time.Time) { r.sample(now, unknownGauges(), nil) }
+
+// sample records the totals now with the gauges read with them; hist,
+// when set, reads the batch latency histogram (series.go).
+func (r *Recorder) sample(now time.Time, g gauges, hist latencyHistogram) {
 	s := sample{at: now, received: r.received.Load(), delivered: r.delivered.Load(),
-		filtered: r.filtered.Load(), failed: r.failed.Load(), dead: r.dead.Load()}
+		filtered: r.filtered.Load(), failed: r.failed.Load(), dead: r.dead.Load(), gauges: g}
 	age := r.maxAge.Swap(-1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if hist != nil {
+		s.p50, s.p99 = r.latency(hist)
+	}
 	if age >= 0 {
 		r.lastAge, r.ageAt = time.Duration(age)*time.Millisecond, now
 	}
@@ -244,4 +263,22 @@ func (r *Recorder) stats() stats {
 			Delivered: st.series.Delivered[k-1], Failed: st.series.Failed[k-1], DeadLettered: st.series.DeadLettered[k-1]}
 	}
 	return st
+}
+
+// recent returns the failures and the dead letters of the last window:
+// the totals now less those of the last sample taken before the window
+// (none: since start).
+func (r *Recorder) recent(now time.Time, window time.Duration) (failed, dead float64) {
+	f, d := r.failed.Load(), r.dead.Load()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var base sample
+	for i := range r.samples {
+		s := r.samples[(r.first+i)%len(r.samples)]
+		if s.at.After(now.Add(-window)) {
+			break
+		}
+		base = s
+	}
+	return float64(f - base.failed), float64(d - base.dead)
 }

@@ -33,6 +33,13 @@ func BenchmarkRecorder(b *testing.B) {
 			r.Failed(pipe.Failure{MessageID: "m", Stage: "target", Err: err, Attempts: 1, At: sent})
 		}
 	})
+	long := errors.New("delivering 10 events to https://api.example.com/v1/orders/8812: HTTP 503 after 1532ms (message 7ad8e341-0842-4077-a7ac-e30ac15c6894)")
+	b.Run("Failed/a long error to group", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r.Failed(pipe.Failure{MessageID: "m", Stage: "target", Err: long, Attempts: 1, At: sent})
+		}
+	})
 	b.Run("Sample", func(b *testing.B) {
 		b.ReportAllocs()
 		now := time.Now()
@@ -41,4 +48,14 @@ func BenchmarkRecorder(b *testing.B) {
 			r.Sample(now)
 		}
 	})
+}
+
+// BenchmarkNormalizeError is the grouping's cost per failure.
+func BenchmarkNormalizeError(b *testing.B) {
+	msg := "delivering 10 events to https://api.example.com/v1/orders/8812: HTTP 503 after 1532ms (message 7ad8e341-0842-4077-a7ac-e30ac15c6894)"
+	b.ReportAllocs()
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		NormalizeError(msg)
+	}
 }

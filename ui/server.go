@@ -68,7 +68,9 @@ type Pipe struct {
 	Redriver Redriver
 	// ExecutionData tells whether the pipe's logging includes execution
 	// data (only then do failures carry a payload sample).
-	ExecutionData bool
+	ExecutionData bool // Latency is its batch latency histogram, for the charts' p50 and
+	// p99; nil: no latency chart.
+	Latency LatencyHistogram
 }
 
 // Config says how the status page is served.
@@ -121,6 +123,7 @@ type pipeState struct {
 	depthsErr string
 	reading   bool
 	askedAt   time.Time // when the last read was started
+	sampledAt time.Time // when the sample loop last sampled it (series.go)
 	job       *redriveJob
 }
 
@@ -160,7 +163,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	tmpl, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html")
+	tmpl, err := template.New("").Funcs(funcs).Funcs(dashFuncs).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("parsing the status page templates: %w", err)
 	}
@@ -256,7 +259,7 @@ func (s *Server) sampleLoop() {
 	defer t.Stop()
 	now := time.Now()
 	for _, p := range s.shown() {
-		p.Recorder.Sample(now)
+		p.sample(now)
 	}
 	for {
 		select {
@@ -264,7 +267,7 @@ func (s *Server) sampleLoop() {
 			return
 		case now := <-t.C:
 			for _, p := range s.shown() {
-				p.Recorder.Sample(now)
+				p.sample(now)
 			}
 		}
 	}
@@ -422,8 +425,9 @@ type spark struct{ Key, Label, Points string }
 const sparkW, sparkH = 120.0, 24.0
 
 // sparkPoints is the points attribute of a sparkline's polyline: one point
-// per sample (the newest at the right, History across the width), the
-// highest value at the top. app.js draws the same.
+// per sample (the newest at the right, History across the width, or the
+// samples there are while the run is younger: not squashed to the right),
+// the highest value at the top. app.js draws the same.
 func sparkPoints(series []float64, sampleSeconds float64) string {
 	if len(series) == 0 || sampleSeconds <= 0 {
 		return ""
@@ -432,7 +436,7 @@ func sparkPoints(series []float64, sampleSeconds float64) string {
 	for _, v := range series {
 		top = max(top, v)
 	}
-	slots := max(1, History.Seconds()/sampleSeconds)
+	slots := max(1, min(History.Seconds()/sampleSeconds, float64(len(series)-1)))
 	var b strings.Builder
 	start := sparkW - float64(len(series)-1)*sparkW/slots
 	for i, v := range series {

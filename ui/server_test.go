@@ -455,7 +455,7 @@ func TestNoSecretIsRenderedOrServed(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/", "/pipes/secretive", "/pipes/secretive/failures/1", "/pipes/secretive/confirm/redrive",
-		"/api/pipes", "/api/pipes/secretive", "/api/pipes/secretive/failures"} {
+		"/api/pipes", "/api/pipes/secretive", "/api/pipes/secretive/failures", "/api/pipes/secretive/series"} {
 		check(path)
 	}
 	// The depth read fails (nothing listens on port 1): its error is
@@ -467,6 +467,12 @@ func TestNoSecretIsRenderedOrServed(t *testing.T) {
 	})
 	check("/api/pipes/secretive")
 	check("/pipes/secretive")
+	// The failure groups (their example is the whole error) are scrubbed.
+	var d ui.DetailView
+	getJSON(t, hs.URL+"/api/pipes/secretive", &d)
+	if len(d.Groups) != 1 || !strings.Contains(d.Groups[0].Example, "127.0.0.1:1/hook") {
+		t.Errorf("the failure is not grouped with its scrubbed text: %+v", d.Groups)
+	}
 	body := fetch(t, hs.URL+"/api/pipes/secretive")
 	for _, want := range []string{`"target.headers.Authorization","value":"` + ui.Masked, "amqp://pipes:xxxxx@127.0.0.1:1/", "http://user:xxxxx@127.0.0.1:1/hook?key=xxxxx"} {
 		if !strings.Contains(body, want) {

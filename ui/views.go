@@ -17,6 +17,8 @@ type PipeView struct {
 	// Reason says why a pipe is not ready or its circuit open (the
 	// source's or the target's last error, secrets taken out).
 	Reason string `json:"reason,omitempty"`
+	// Health is how it is doing, in a word and a level (dash.go).
+	Health Health `json:"health"`
 	// Circuit is the circuit breaker: closed, or open while the target
 	// keeps failing and polling is held.
 	Circuit string `json:"circuit"`
@@ -87,6 +89,11 @@ type DetailView struct {
 	// FailuresTotal counts all since start.
 	Failures      []Failure `json:"failures"`
 	FailuresTotal int64     `json:"failuresTotal"`
+	// Groups are all failures since start by kind (stage and normalised
+	// error), the largest first.
+	Groups []Group `json:"groups"`
+	// Flow is the path of its messages with the counts of each stage.
+	Flow Flow `json:"flow"`
 }
 
 // view builds p's row.
@@ -106,25 +113,9 @@ func (s *Server) view(p *pipeState) (PipeView, stats) {
 	if st.CircuitOpen {
 		v.Circuit = "open"
 	}
-	switch {
-	case st.Stopping:
-		v.State = "draining"
-	case st.Paused:
-		v.State = "paused"
-	case !st.Started:
-		v.State = "starting"
-	case st.CircuitOpen:
-		v.State = "circuit open"
-	case !st.Ready:
-		v.State = "not ready"
-	default:
-		v.State = "running"
-	}
+	v.State = StateOf(st).String()
 	if st.Err != nil && !st.Ready {
 		v.Reason = p.Scrub(st.Err.Error())
-		if !st.Started {
-			v.State = "not ready"
-		}
 	}
 	if !rs.ageAt.IsZero() {
 		a := rs.oldestAge.Seconds()
@@ -143,6 +134,7 @@ func (s *Server) view(p *pipeState) (PipeView, stats) {
 		v.Redrive = &j
 	}
 	p.mu.Unlock()
+	v.Health = healthOf(v, p.Recorder, rs, s.cfg.SampleEvery, time.Now())
 	return v, rs
 }
 
@@ -150,7 +142,7 @@ func (s *Server) view(p *pipeState) (PipeView, stats) {
 func (s *Server) detail(p *pipeState) DetailView {
 	v, rs := s.view(p)
 	d := DetailView{PipeView: v, Settings: p.Settings, ExecutionData: p.ExecutionData,
-		Failures: p.Recorder.Failures(), FailuresTotal: rs.failures}
+		Failures: p.Recorder.Failures(), FailuresTotal: rs.failures, Groups: groupsOf(p), Flow: flowOf(p, v, time.Now())}
 	d.Scaling = Scaling{Concurrency: v.Concurrency.Current}
 	switch {
 	case v.Circuit == "open":

@@ -29,6 +29,7 @@ import (
 	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
+	"github.com/pipesproject/pipes/ui"
 )
 
 // defaultMetricsAddr is --metrics-addr's default. It is also the
@@ -227,8 +228,9 @@ type pipeHealth struct {
 	// Name is the pipe's name.
 	Name string `json:"name"`
 	// State is starting, running, paused, draining, source_failing
-	// (its receives keep failing) or target_failing (the circuit is open:
-	// polling is held while the target keeps failing).
+	// (its receives keep failing, or its source would not open) or
+	// target_failing (the circuit is open: polling is held while the
+	// target keeps failing); ui.StateOf decides it for the page too.
 	State string `json:"state"`
 	// Ready is what /readyz counts: the runner can poll the source.
 	Ready bool `json:"ready"`
@@ -254,20 +256,7 @@ func healthOf(p *pipe.Pipe, secrets scrub.Secrets) pipeHealth {
 	if st.CircuitOpen {
 		h.Circuit = "open"
 	}
-	switch {
-	case !st.Started:
-		h.State = "starting"
-	case st.Stopping:
-		h.State = "draining"
-	case st.CircuitOpen:
-		h.State = "target_failing"
-	case !st.Ready:
-		h.State = "source_failing"
-	case st.Paused:
-		h.State = "paused"
-	default:
-		h.State = "running"
-	}
+	h.State = ui.StateOf(st).Code()
 	if st.Err != nil {
 		h.LastError = secrets.Text(st.Err.Error())
 	}

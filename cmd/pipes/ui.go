@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -19,22 +20,25 @@ const envUIToken = "PIPES_UI_TOKEN"
 
 // uiFlags are `pipes run`'s status page flags.
 type uiFlags struct {
-	addr  string
-	token string
+	addr   string
+	token  string
+	sample time.Duration // --ui-sample-interval
 }
 
 func (f *uiFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.addr, "ui", "", `serve the live status page on this address, e.g. 127.0.0.1:8080 ("": off); a non-loopback address needs a token`)
 	fl.StringVar(&f.token, "ui-token", "", "the secret the status page's actions (redrive, pause, resume) ask for; default $"+envUIToken+"; without one, actions are off")
+	fl.DurationVar(&f.sample, "ui-sample-interval", 5*time.Second, "how often the status page samples the pipes for its rates and 15-minute charts, 1s to 1m (each pipe keeps 15 minutes of samples)")
 }
 
 // statusPage is the running status page; nil when --ui is off (its
 // methods then do nothing).
 type statusPage struct {
-	srv  *ui.Server
-	env  pipes.Env
-	log  *slog.Logger
-	recs map[string]*ui.Recorder // by pipe name: a reloaded pipe keeps its history
+	srv   *ui.Server
+	env   pipes.Env
+	log   *slog.Logger
+	recs  map[string]*ui.Recorder // by pipe name: a reloaded pipe keeps its history
+	every time.Duration           // --ui-sample-interval
 }
 
 // startUI starts the status page of the built pipes when --ui is set. It
@@ -48,8 +52,11 @@ func startUI(f uiFlags, specs []config.Pipe, built []*pipe.Pipe, env pipes.Env, 
 	if token == "" {
 		token = os.Getenv(envUIToken)
 	}
-	sp := &statusPage{env: env, log: log, recs: map[string]*ui.Recorder{}}
-	cfg := ui.Config{Addr: f.addr, Token: token, Logger: log.With("component", "ui")}
+	if f.sample < time.Second || f.sample > time.Minute {
+		return nil, usageErr(fmt.Errorf("--ui-sample-interval %s: give 1s to 1m", f.sample))
+	}
+	sp := &statusPage{env: env, log: log, recs: map[string]*ui.Recorder{}, every: f.sample}
+	cfg := ui.Config{Addr: f.addr, Token: token, Logger: log.With("component", "ui"), SampleEvery: f.sample}
 	for i, p := range built {
 		cfg.Pipes = append(cfg.Pipes, sp.pipeOf(specs[i], p))
 	}
@@ -71,13 +78,17 @@ func (sp *statusPage) pipeOf(spec config.Pipe, p *pipe.Pipe) ui.Pipe {
 	secrets := ui.Secrets(spec)
 	rec, ok := sp.recs[spec.Name]
 	if !ok {
-		rec = ui.NewRecorder(0, secrets.Text)
+		rec = ui.NewRecorder(sp.every, secrets.Text)
 		sp.recs[spec.Name] = rec
 	}
 	p.SetObserver(rec)
 	depths, redriver := ui.Queues(spec, sp.env.Broker, sp.log.With("pipe", spec.Name, "component", "ui-redrive"))
-	return ui.Pipe{Control: p, Recorder: rec, Settings: ui.Settings(spec), Scrub: secrets.Text,
+	up := ui.Pipe{Control: p, Recorder: rec, Settings: ui.Settings(spec), Scrub: secrets.Text,
 		Depths: depths, Redriver: redriver, ExecutionData: spec.Logging.IncludeExecutionData}
+	if sp.env.Metrics != nil {
+		up.Latency, _ = sp.env.Metrics.TargetDuration.WithLabelValues(spec.Name).(ui.LatencyHistogram)
+	}
+	return up
 }
 
 // started shows a pipe a reload starts (before it runs), in place of its

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -155,7 +156,8 @@ logging:
 	bad := []string{`{"order":"bad-1"}`, `{"order":"bad-2"}`, `{"order":"bad-3"}`}
 	sqstest.SendBodies(t, client, queueURL, append([]string{`{"order":1}`, `{"order":2}`}, bad...)...)
 
-	p := startRunner(t, file, "--ui", "127.0.0.1:0")
+	// Sampled every second, the charts have their points in seconds.
+	p := startRunner(t, file, "--ui", "127.0.0.1:0", "--ui-sample-interval", "1s")
 	m := regexp.MustCompile(`msg="serving the status page" addr=(\S+)`).FindStringSubmatch(p.stderr.String())
 	if m == nil {
 		t.Fatalf("no status page address in the log:\n%s", p.stderr)
@@ -219,6 +221,32 @@ logging:
 			WorstContrast float64
 		}
 		PhoneOverflow float64
+		Overflow      map[string]struct {
+			Scroll      float64
+			BrokenNames []string
+		}
+		Health struct {
+			Word, Level string
+			RowMarked   bool
+		}
+		Summary        map[string]string
+		VisibleColumns []string
+		Charts         []struct {
+			Chart          string
+			Points, Canvas int
+		}
+		Readout, Window string
+		Flow            []struct {
+			Step        string
+			In, Stopped float64
+		}
+		Groups []struct {
+			Count                       int
+			Stage, Error, Example, Link string
+		}
+		FailuresTotal int
+		GroupOpen     bool
+		ErrorWrap     bool
 		Failure       struct{ Error, ID, Sample string }
 		NoToken       int
 		DLQBefore     string
@@ -251,6 +279,36 @@ logging:
 		{"resuming shows it running", found.Resume == "running"},
 		{"no CSP violation or script error", len(found.CSPErrors) == 0},
 	}
+	checks = append(checks, dashboardChecks(found.Overflow, found.Health.Word, found.Health.Level, found.Health.RowMarked,
+		found.VisibleColumns, found.Summary, found.Readout, found.Window, found.FailuresTotal, found.GroupOpen)...)
+	for _, c := range found.Charts {
+		checks = append(checks, struct {
+			what string
+			ok   bool
+		}{"the " + c.Chart + " chart is drawn with data points", c.Canvas > 0 && c.Points >= 5})
+	}
+	// Every bad message failed at the target twice (maxReceiveCount 2):
+	// one kind, counted 6 times, its ids normalised, its example linked.
+	groupsOK := len(found.Groups) == 1 && found.Groups[0].Count == 2*len(bad) && found.Groups[0].Stage == "target" &&
+		found.Groups[0].Count == found.FailuresTotal && strings.Contains(found.Groups[0].Error, "batchItemFailures") &&
+		strings.Contains(found.Groups[0].Link, "/pipes/orders/failures/")
+	checks = append(checks, struct {
+		what string
+		ok   bool
+	}{"the failures are one group of 6 at the target", groupsOK && found.ErrorWrap})
+	flowOK := len(found.Flow) >= 5 && found.Flow[0].Step == "source" && found.Flow[0].In > 0
+	for _, f := range found.Flow {
+		if f.Step == "target" && f.Stopped != float64(2*len(bad)) {
+			flowOK = false
+		}
+		if f.Step == "dead-letter" && f.In != float64(len(bad)) {
+			flowOK = false
+		}
+	}
+	checks = append(checks, struct {
+		what string
+		ok   bool
+	}{"the flow counts 6 stopped at the target and 3 dead-lettered", flowOK})
 	for _, c := range checks {
 		if !c.ok {
 			t.Errorf("%s: no (%+v)", c.what, found)
@@ -267,13 +325,16 @@ logging:
 	if visible, inflight := sqstest.Count(t, client, dlqURL); visible+inflight != 0 {
 		t.Errorf("the DLQ still holds %d visible, %d in flight", visible, inflight)
 	}
-	for _, f := range []string{"overview.png", "overview-phone.png", "failure.png", "confirm.png", "detail.png"} {
+	for _, f := range []string{"overview.png", "overview-phone.png", "failure.png", "confirm.png", "detail.png",
+		"detail-top.png", "detail-phone.png", "flow.png", "charts.png", "failures-grouped.png"} {
 		if st, err := os.Stat(filepath.Join(artifacts, f)); err != nil || st.Size() == 0 {
 			t.Errorf("screenshot %s: %v", f, err)
 		}
 	}
 	if dst := os.Getenv("PIPES_UPDATE_SCREENSHOT"); dst != "" {
-		copyFile(t, filepath.Join(artifacts, "detail.png"), dst)
+		// The README shows the overview and the top of the detail view.
+		copyFile(t, filepath.Join(artifacts, "detail-top.png"), dst)
+		copyFile(t, filepath.Join(artifacts, "overview.png"), strings.TrimSuffix(dst, ".png")+"-overview.png")
 	}
 	// The pages and the API never served the target's key.
 	for _, path := range []string{"/", "/pipes/orders", "/api/pipes", "/api/pipes/orders", "/api/pipes/orders/failures"} {
@@ -307,4 +368,35 @@ func copyFile(t *testing.T, from, to string) {
 	if err := os.WriteFile(to, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dashboardChecks are the browser test's checks of the overview that fits
+// and of the detail view's charts and failure groups.
+func dashboardChecks(overflow map[string]struct {
+	Scroll      float64
+	BrokenNames []string
+}, word, level string, rowMarked bool, columns []string, summary map[string]string, readout, window string,
+	failuresTotal int, groupOpen bool) []struct {
+	what string
+	ok   bool
+} {
+	type check = struct {
+		what string
+		ok   bool
+	}
+	var out []check
+	for _, where := range []string{"overview 1280", "overview 390", "detail 1280", "detail 390", "failure 1280", "confirm 1280"} {
+		o, ok := overflow[where]
+		out = append(out, check{where + ": no sideways scroll, no name broken", ok && o.Scroll <= 0 && len(o.BrokenNames) == 0})
+	}
+	want := []string{"Pipe", "State", "Throughput", "Failures", "Queue depth", "DLQ depth", "Oldest message"}
+	out = append(out,
+		check{"every column of the overview is in view at 1280 px", slices.Equal(columns, want)},
+		check{"the failing pipe says so, in red, its row marked", strings.Contains(word, "failing") && level == "bad" && rowMarked},
+		check{"the summary counts the failures", summary["totals.failed"] == fmt.Sprint(failuresTotal) && summary["pipes"] == "1"},
+		check{"the hover readout names the series with units", strings.Contains(readout, "received") && strings.Contains(readout, "msg/s")},
+		check{"the charts say their window", strings.Contains(window, "sampl") || strings.Contains(window, "15 minutes")},
+		check{"a group's full error opens", groupOpen},
+	)
+	return out
 }

@@ -20,6 +20,9 @@ func TestTheStatusPageFlags(t *testing.T) {
 		{"loopback needs no token; actions are off", []string{"--ui", "127.0.0.1:0"}, "", 0, "actions=false"},
 		{"a non-loopback address with --ui-token starts", []string{"--ui", "0.0.0.0:0", "--ui-token", "tok-flag-value"}, "", 0, "actions=true"},
 		{"PIPES_UI_TOKEN stands for --ui-token", []string{"--ui", "0.0.0.0:0"}, "tok-env-value", 0, "actions=true"},
+		{"a sample interval under 1s is a usage error", []string{"--ui", "127.0.0.1:0", "--ui-sample-interval", "100ms"}, "", 2, "--ui-sample-interval 100ms: give 1s to 1m"},
+		{"a sample interval over 1m is a usage error", []string{"--ui", "127.0.0.1:0", "--ui-sample-interval", "2m"}, "", 2, "--ui-sample-interval 2m0s: give 1s to 1m"},
+		{"a sample interval of 1s starts", []string{"--ui", "127.0.0.1:0", "--ui-sample-interval", "1s"}, "", 0, "actions=false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("PIPES_UI_TOKEN", tc.envToken)

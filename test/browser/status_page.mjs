@@ -33,6 +33,17 @@ const found = {};
 const step = (s) => process.stderr.write(`step: ${s}\n`);
 const shot = async (page, file, opts = {}) => page.screenshot({ path: join(artifacts, file), ...opts });
 
+// overflow runs in the page: how far it scrolls sideways, and the pipe
+// names broken over two lines.
+const overflow = () => ({
+  scroll: document.documentElement.scrollWidth - window.innerWidth,
+  brokenNames: [...document.querySelectorAll("table.pipes th.name a")].filter((a) => a.getClientRects().length > 1).map((a) => a.textContent),
+});
+found.overflow = {};
+async function fits(page, where) {
+  found.overflow[where] = await page.evaluate(overflow);
+}
+
 // a11yCheck runs in the page: every table has a caption and scoped column
 // headers, every sparkline and input a label, every text a contrast of at
 // least 4.5:1 (WCAG AA) against its background.
@@ -80,7 +91,7 @@ const context = await chromium.launchPersistentContext(profile, {
   headless: true,
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--no-first-run"],
-  viewport: { width: 1440, height: 900 },
+  viewport: { width: 1280, height: 800 },
 });
 const cspErrors = [];
 try {
@@ -102,20 +113,70 @@ try {
   found.state = await row.locator('[data-field="state"]').textContent();
   await page.waitForFunction((sel) => document.querySelector(sel).getAttribute("points") !== "",
     `tr[data-pipe="${name}"] [data-spark="received"]`);
+  step("the overview fits 1280×800 and marks the failing pipe by a word and a colour");
+  await fits(page, "overview 1280");
+  const badge = row.locator('[data-field="health.word"]');
+  found.health = { word: (await badge.textContent()).trim(), level: await badge.getAttribute("data-level"),
+    rowMarked: await row.evaluate((tr) => getComputedStyle(tr.cells[0]).boxShadow !== "none") };
+  found.summary = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll("[data-summary] [data-field]")]
+    .map((e) => [e.getAttribute("data-field"), e.textContent.trim()])));
+  found.visibleColumns = await page.evaluate(() => [...document.querySelectorAll("table.pipes thead th")]
+    .filter((th) => th.getBoundingClientRect().right <= window.innerWidth).map((th) => th.textContent.trim()));
   await shot(page, "overview.png");
 
   step("accessibility: labels, semantic tables, contrast");
   await a11y(page, "overview");
 
-  step("readable on a phone: the page does not scroll sideways, the table does");
+  step("readable on a phone: one card per pipe, nothing scrolls sideways");
   await page.setViewportSize({ width: 390, height: 844 });
-  found.phoneOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  await shot(page, "overview-phone.png");
-  await page.setViewportSize({ width: 1440, height: 900 });
+  await fits(page, "overview 390");
+  found.phoneOverflow = found.overflow["overview 390"].scroll;
+  await shot(page, "overview-phone.png", { fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 800 });
 
-  step("the detail view shows a failure, which opens");
+  step("the detail view: flow, charts with data points and a hover readout, grouped failures");
   await page.click(`th a[href="/pipes/${name}"]`);
   await page.waitForURL(`**/pipes/${name}`);
+  await page.waitForFunction(() => Number(document.querySelector('[data-chart="rates"] .plot')?.getAttribute("data-points") || 0) >= 5);
+  found.charts = await page.evaluate(() => [...document.querySelectorAll("[data-chart]")].map((f) => ({
+    chart: f.getAttribute("data-chart"), points: Number(f.querySelector(".plot").getAttribute("data-points") || 0),
+    canvas: f.querySelectorAll("canvas").length,
+  })));
+  const plot = page.locator('[data-chart="rates"] .u-over');
+  const box = await plot.boundingBox();
+  await page.mouse.move(box.x + box.width - 4, box.y + box.height / 2);
+  await page.waitForFunction(() => /received/.test(document.querySelector('[data-chart="rates"] [data-readout]').textContent));
+  found.readout = (await page.locator('[data-chart="rates"] [data-readout]').textContent()).trim();
+  found.window = (await page.locator("[data-window]").textContent()).trim();
+  found.flow = await page.evaluate(() => [...document.querySelectorAll("li[data-step]")].map((li) => ({
+    step: li.getAttribute("data-step"), in: Number(li.querySelector(".step-in span").textContent),
+    stopped: li.querySelector(".step-out").hidden ? 0 : Number(li.querySelector(".step-out span").textContent),
+  })));
+  found.groups = await page.evaluate(() => [...document.querySelectorAll("[data-groups] tr[data-group]")].map((tr) => ({
+    count: Number(tr.querySelector("[data-count]").textContent), stage: tr.cells[1].textContent,
+    error: tr.querySelector("summary").textContent, example: tr.querySelector(".full").textContent,
+    link: tr.querySelector("td.id a") ? tr.querySelector("td.id a").getAttribute("href") : "",
+  })));
+  found.errorWrap = await page.evaluate(() => [...document.querySelectorAll("[data-groups] td.err-text, [data-failures] td.err")]
+    .every((td) => getComputedStyle(td).wordBreak === "normal"));
+  found.failuresTotal = Number(await page.locator('[data-field="failuresTotal"]').first().textContent());
+  await page.locator("[data-groups] summary").first().click();
+  found.groupOpen = await page.locator("[data-groups] details").first().evaluate((d) => d.open);
+  await fits(page, "detail 1280");
+  await a11y(page, "detail (charts)");
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.mouse.move(1, 1);
+  await shot(page, "detail-top.png", { fullPage: true, clip: { x: 0, y: 0, width: 1280, height: 1180 } });
+  await page.locator("section.flow").screenshot({ path: join(artifacts, "flow.png") });
+  await page.locator("section.charts").screenshot({ path: join(artifacts, "charts.png") });
+  await page.locator('section[aria-labelledby="groups-h"]').screenshot({ path: join(artifacts, "failures-grouped.png") });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(300);
+  await fits(page, "detail 390");
+  await shot(page, "detail-phone.png", { fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 800 });
+
+  step("the detail view shows a failure, which opens");
   const failureLink = page.locator("[data-failures] tr a").first();
   await failureLink.waitFor();
   await failureLink.click();
@@ -126,6 +187,7 @@ try {
     sample: (await page.locator("dl.failure pre.sample").count()) ? await page.locator("dl.failure pre.sample").textContent() : "",
   };
   await a11y(page, "failure");
+  await fits(page, "failure 1280");
   await shot(page, "failure.png");
   await page.goBack();
   await page.waitForURL(`**/pipes/${name}`);
@@ -152,6 +214,7 @@ try {
   await page.fill("#rate", "50");
   await page.fill("#token", token);
   await a11y(page, "confirm");
+  await fits(page, "confirm 1280");
   await shot(page, "confirm.png");
   await page.click("button[type=submit]");
   await page.waitForURL(`**/pipes/${name}?done=redrive`);
@@ -163,7 +226,7 @@ try {
     `tr[data-pipe="${name}"] [data-field="depths.dlq"]`, { timeout: 70000 });
   found.dlqAfter = (await dlqCell.textContent()).trim();
   await page.waitForFunction(() => document.querySelector('[data-field="totals.delivered"]') !== null);
-  await shot(page, "detail.png");
+  await shot(page, "detail.png", { fullPage: true });
 
   step("pause and resume polling, each confirmed with the token");
   for (const action of ["pause", "resume"]) {

@@ -29,6 +29,7 @@
     rate: function (v) { return v >= 100 ? v.toFixed(0) + "/s" : v.toFixed(1) + "/s"; },
     int: function (v) { return v.toFixed(0); },
     age: function (v) { return v === null || v === undefined ? "–" : duration(v); },
+    clock: function (v) { return v ? new Date(v).toISOString().substring(11, 19) + " UTC" : "–"; },
     depth: function (d) {
       if (!d) return "–";
       return d.inFlight < 0 ? String(d.visible) : d.visible + " (" + d.inFlight + " in flight)";
@@ -39,7 +40,7 @@
     if (!series || !series.length || !sampleSeconds) return "";
     var top = 0, i;
     for (i = 0; i < series.length; i++) top = Math.max(top, series[i]);
-    var slots = Math.max(1, 900 / sampleSeconds), w = 120, h = 24;
+    var slots = Math.max(1, Math.min(900 / sampleSeconds, series.length - 1)), w = 120, h = 24;
     var start = w - (series.length - 1) * w / slots, pts = [];
     for (i = 0; i < series.length; i++) {
       var y = top > 0 ? h - 1 - series[i] / top * (h - 2) : h - 1;
@@ -56,6 +57,7 @@
       var text = fmt ? fmt(v) : (v === null || v === undefined ? "" : String(v));
       if (f.textContent !== text) f.textContent = text;
       if (f.hasAttribute("data-state")) f.setAttribute("data-state", text);
+      if (f.hasAttribute("data-level-of")) f.setAttribute("data-level", get(data, f.getAttribute("data-level-of")) || "");
     }
     var sparks = el.querySelectorAll("[data-spark]");
     for (var j = 0; j < sparks.length; j++) {
@@ -120,6 +122,9 @@
         if (rows[i].getAttribute("data-pipe") === p.name) fill(rows[i], p);
       }
     });
+    var summary = document.querySelector("[data-summary]");
+    if (summary && data.summary) fill(summary, data.summary);
+    document.dispatchEvent(new CustomEvent("pipes:data", { detail: data })); // dash.js
     if (!data.pipes) {
       var sections = document.querySelectorAll("main section");
       for (var i = 0; i < sections.length; i++) fill(sections[i], data);
