@@ -21,10 +21,12 @@ const envUIToken = "PIPES_UI_TOKEN"
 type uiFlags struct {
 	addr  string
 	token string
+	tail  bool
 }
 
 func (f *uiFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.addr, "ui", "", `serve the live status page on this address, e.g. 127.0.0.1:8080 ("": off); a non-loopback address needs a token`)
+	fl.BoolVar(&f.tail, "ui-tail", false, "offer the status page's live tail (sampled messages at each stage, as Server-Sent Events) for the pipes whose logging.include_execution_data is on")
 	fl.StringVar(&f.token, "ui-token", "", "the secret the status page's actions (redrive, pause, resume) ask for; default $"+envUIToken+"; without one, actions are off")
 }
 
@@ -35,6 +37,7 @@ type statusPage struct {
 	env  pipes.Env
 	log  *slog.Logger
 	recs map[string]*ui.Recorder // by pipe name: a reloaded pipe keeps its history
+	tail bool                    // --ui-tail
 }
 
 // startUI starts the status page of the built pipes when --ui is set. It
@@ -48,7 +51,7 @@ func startUI(f uiFlags, specs []config.Pipe, built []*pipe.Pipe, env pipes.Env, 
 	if token == "" {
 		token = os.Getenv(envUIToken)
 	}
-	sp := &statusPage{env: env, log: log, recs: map[string]*ui.Recorder{}}
+	sp := &statusPage{env: env, log: log, recs: map[string]*ui.Recorder{}, tail: f.tail}
 	cfg := ui.Config{Addr: f.addr, Token: token, Logger: log.With("component", "ui")}
 	for i, p := range built {
 		cfg.Pipes = append(cfg.Pipes, sp.pipeOf(specs[i], p))
@@ -77,7 +80,7 @@ func (sp *statusPage) pipeOf(spec config.Pipe, p *pipe.Pipe) ui.Pipe {
 	p.SetObserver(rec)
 	depths, redriver := ui.Queues(spec, sp.env.Broker, sp.log.With("pipe", spec.Name, "component", "ui-redrive"))
 	return ui.Pipe{Control: p, Recorder: rec, Settings: ui.Settings(spec), Scrub: secrets.Text,
-		Depths: depths, Redriver: redriver, ExecutionData: spec.Logging.IncludeExecutionData}
+		Depths: depths, Redriver: redriver, ExecutionData: spec.Logging.IncludeExecutionData, Tail: sp.tail}
 }
 
 // started shows a pipe a reload starts (before it runs), in place of its
