@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/redrive"
@@ -169,9 +170,27 @@ func (s *Server) dlqMessage(p *pipeState, m redrive.View, now time.Time) DLQMess
 	}
 	out.Reason = p.Scrub(strings.Join(reason, ": "))
 	if p.ExecutionData {
-		out.Preview = p.Scrub(redrive.Preview(m.Body, redrive.PreviewBytes))
+		out.Preview = p.Scrub(preview(m.Body))
 	}
 	return out
+}
+
+// preview is the start of a body as the page shows it: UTF-8 text as it
+// is (the template escapes it), cut after redrive.PreviewBytes at a
+// character boundary with "…"; other bytes as `pipes dlq inspect` shows
+// them ("(binary)" and hex).
+func preview(body []byte) string {
+	if !utf8.Valid(body) {
+		return redrive.Preview(body, redrive.PreviewBytes)
+	}
+	if len(body) <= redrive.PreviewBytes {
+		return string(body)
+	}
+	cut := redrive.PreviewBytes
+	for cut > 0 && !utf8.RuneStart(body[cut]) {
+		cut--
+	}
+	return string(body[:cut]) + "…"
 }
 
 // dlqRoutes registers the DLQ browser's pages and API.
