@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -125,6 +126,9 @@ func TestTopShowsThePipesRowAndItsNumbersMoveUnderTmux(t *testing.T) {
 		t.Errorf("the failing pipe is not marked:\n%s", last)
 	}
 	t.Logf("screen:\n%s", last)
+	if err := os.WriteFile(filepath.Join(artifactsDir(t), "top.txt"), []byte(last), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	// The terminal narrows: the table follows, dropping columns from the right.
 	run("resize-window", "-t", "top", "-x", "50", "-y", "20")
