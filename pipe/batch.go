@@ -90,6 +90,9 @@ func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) (bat
 	}
 	p.met.batches.Inc()
 	p.exec.invoking(ctx, events)
+	if tap := p.tap(); tap != nil {
+		p.tapPayloads(tap, TapTarget, events)
+	}
 	t0 := time.Now()
 	tctx, endTarget := p.stage(ctx, "target")
 	res, err := p.opt.Target.Deliver(tctx, events)
@@ -201,9 +204,13 @@ func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]
 	j.init(batch)
 	events := make([]*Event, 0, len(batch))
 	split := false
+	tap := p.tap()
 	endFilter := p.filterStage(ctx)
 	for i, d := range batch {
 		m := d.Message
+		if tap != nil {
+			p.tapped(tap, TapReceived, m.MessageID, "", m.Body)
+		}
 		if m.UnwrapErr != nil {
 			v[i] = verdict{outcome: FailedRetry, stage: "unwrap", err: m.UnwrapErr}
 			continue
@@ -223,8 +230,14 @@ func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]
 				}
 				if !ok {
 					v[i] = verdict{outcome: Filtered}
+					if tap != nil {
+						p.tapped(tap, TapFilter, m.MessageID, "filtered out", "")
+					}
 					continue
 				}
+			}
+			if tap != nil {
+				p.tapped(tap, TapFilter, m.MessageID, "passed", "")
 			}
 			events = append(events, ev)
 			continue
@@ -279,6 +292,9 @@ func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]
 			}
 		}
 		events = kept
+		if tap := p.tap(); tap != nil {
+			p.tapPayloads(tap, TapEnrichment, events)
+		}
 	}
 	if p.opt.Transformer != nil {
 		kept := events[:0]
@@ -488,6 +504,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 		state = targetUnknown // it tells of the batch, not of the target
 	}
 	p.observeBatch(batch, v)
+	p.tapOutcomes(batch, v)
 	switch {
 	case batchErr != nil:
 		p.met.execFailed.Inc()

@@ -113,6 +113,7 @@ type pipeMetrics struct {
 	targetDuration, messageAge                                       prometheus.Observer
 	m                                                                *Metrics
 	obs                                                              Observer // SetObserver; nil: none
+	tap                                                              Tap      // obs as a Tap; nil: none
 	name                                                             string
 }
 

@@ -67,7 +67,12 @@ type ScalingDecision struct {
 
 // SetObserver makes o the pipe's observer. Call it before Run: it is not
 // safe to call while the pipe runs.
-func (p *Pipe) SetObserver(o Observer) { p.met.obs = o }
+// When o is also a Tap, it is told of single messages while it is
+// Tapping.
+func (p *Pipe) SetObserver(o Observer) {
+	p.met.obs = o
+	p.met.tap, _ = o.(Tap)
+}
 
 // observeReceived tells the observer of a receive's messages.
 func (p *Pipe) observeReceived(ds []*Delivery) {

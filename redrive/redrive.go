@@ -93,6 +93,11 @@ type Options struct {
 	// DryRun moves nothing: Run reports what it would move and leaves
 	// every message in the dead-letter queue.
 	DryRun bool
+	// IDs, when set, moves only the messages with these ids (a selection
+	// made from a listing, the status page's DLQ browser): the others are
+	// held and reported Skipped, and the run stops once every id was
+	// moved or failed (or a receive comes back empty: the rest were gone).
+	IDs []string
 	// Report, when set, is called with each message's entry, in order,
 	// from Run's goroutine.
 	Report func(Entry)
@@ -136,6 +141,7 @@ func Run(ctx context.Context, api API, opt Options) (sum Summary, err error) {
 		fifo:   isFIFO(opt.To),
 		bucket: newBucket(opt.Rate, time.Now, backoff.Sleep),
 		seen:   map[string]bool{},
+		left:   wanted(opt.IDs),
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -154,6 +160,9 @@ func Run(ctx context.Context, api API, opt Options) (sum Summary, err error) {
 		}
 	}()
 	for {
+		if r.left != nil && len(r.left) == 0 {
+			return r.sum, nil
+		}
 		n := r.bucket.size()
 		if opt.Max > 0 {
 			left := opt.Max - r.sum.Moved - r.sum.Failed - r.sum.WouldMove
@@ -184,7 +193,20 @@ type run struct {
 	bucket *bucket
 	held   *pipe.Keeper
 	seen   map[string]bool
+	left   map[string]bool // Options.IDs not moved or failed yet; nil: every message
 	sum    Summary
+}
+
+// wanted is the set of ids, nil for none (every message is wanted).
+func wanted(ids []string) map[string]bool {
+	if len(ids) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
 }
 
 // outgoing is one message to send.
@@ -207,6 +229,11 @@ func (r *run) batch(ctx context.Context, msgs []types.Message) error {
 		}
 		r.seen[id] = true
 		group := m.Attributes[pipe.AttrMessageGroupID]
+		if r.left != nil && !r.left[id] {
+			hold(r.held, id, handle, now)
+			r.report(Entry{MessageID: id, Outcome: Skipped, MessageGroupID: group})
+			continue
+		}
 		if r.opt.Filter != nil {
 			ev, err := pipe.NewEvent(Record(m, "", ""))
 			if err != nil || !r.opt.Filter.MatchEvent(ev) {
@@ -331,6 +358,9 @@ func (r *run) failAll(send []outgoing, receivedAt time.Time, err error) {
 
 // report counts an entry and hands it to opt.Report.
 func (r *run) report(e Entry) {
+	if e.Outcome != Skipped {
+		delete(r.left, e.MessageID)
+	}
 	r.sum.Count(e.Outcome)
 	if r.opt.Report != nil {
 		r.opt.Report(e)

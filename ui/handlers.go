@@ -34,6 +34,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/pipes/{name}/failures", s.apiFailures)
 	mux.HandleFunc("GET /api/pipes/{name}/series", s.apiSeries)
 	mux.HandleFunc("POST /api/pipes/{name}/{action}", s.apiAction)
+	s.dlqRoutes(mux)
+	s.tailRoutes(mux)
 	return s.guard(mux)
 }
 
@@ -89,6 +91,7 @@ type page struct {
 	Failure *Failure
 	Action  string
 	Rate    float64
+	Script  string // a script of its own under /static, besides app.js
 }
 
 // csrfFor returns the request's CSRF token, setting a new cookie when it
@@ -102,7 +105,7 @@ func csrfFor(w http.ResponseWriter, r *http.Request) string {
 	return v
 }
 
-func (s *Server) render(w http.ResponseWriter, status int, name string, data page) {
+func (s *Server) render(w http.ResponseWriter, status int, name string, data any) {
 	var buf bytes.Buffer
 	if err := s.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
 		s.log.Error("rendering the status page", "page", name, "error", err)
@@ -274,7 +277,7 @@ func (s *Server) act(p *pipeState, action, rate string) error {
 			}
 			r = v
 		}
-		return s.startRedrive(p, r)
+		return s.startRedrive(p, r, nil)
 	default:
 		return errForbidden{http.StatusNotFound, "no such action"}
 	}

@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 
@@ -140,16 +139,10 @@ func (q *sqsQueues) Depths(ctx context.Context) (Depths, error) {
 	return d, nil
 }
 
-// Redrive implements Redriver with redrive.Run, as `pipes dlq redrive`.
+// Redrive implements Redriver with redrive.Run, as `pipes dlq redrive`
+// (RedriveIDs without a selection).
 func (q *sqsQueues) Redrive(ctx context.Context, rate float64, report func(redrive.Entry)) (redrive.Summary, error) {
-	api, source, dlq, note, err := q.open(ctx)
-	if err != nil {
-		return redrive.Summary{}, err
-	}
-	if dlq == "" {
-		return redrive.Summary{}, fmt.Errorf("no dead-letter queue to redrive: %s", note)
-	}
-	return redrive.Run(ctx, api, redrive.Options{From: dlq, To: source, Rate: rate, Report: report, Logger: q.log})
+	return q.RedriveIDs(ctx, nil, rate, report)
 }
 
 // rabbitQueues reads a pipe's RabbitMQ queues on a connection of their
@@ -209,17 +202,9 @@ func (q *rabbitQueues) Depths(ctx context.Context) (Depths, error) {
 }
 
 // Redrive implements Redriver with the rabbit redrive, as `pipes dlq
-// redrive`.
+// redrive` (RedriveIDs without a selection).
 func (q *rabbitQueues) Redrive(ctx context.Context, rate float64, report func(redrive.Entry)) (redrive.Summary, error) {
-	b, dlq, note, err := q.dial(ctx)
-	if err != nil {
-		return redrive.Summary{}, err
-	}
-	defer b.Close()
-	if dlq == "" {
-		return redrive.Summary{}, errors.New(note)
-	}
-	return b.Redrive(ctx, rabbit.Options{From: dlq, To: q.spec.Source.Queue, Rate: rate, Report: report, Logger: q.log})
+	return q.RedriveIDs(ctx, nil, rate, report)
 }
 
 // memoryQueues reads the process's memory queues.

@@ -32,7 +32,8 @@ type Recorder struct {
 
 	scrub func(string) string
 	every time.Duration
-	start time.Time // when it was made: the flow view's rates since start
+	start time.Time            // when it was made: the flow view's rates since start
+	tail  atomic.Pointer[tail] // the live tail (EnableTail); nil: off
 
 	mu       sync.Mutex
 	failures []Failure // ring of MaxFailures, next at failures[next%MaxFailures]
@@ -49,7 +50,31 @@ type Recorder struct {
 	lastCount uint64
 }
 
-var _ pipe.Observer = (*Recorder)(nil)
+var (
+	_ pipe.Observer = (*Recorder)(nil)
+	_ pipe.Tap      = (*Recorder)(nil)
+)
+
+// EnableTail turns on the pipe's live tail (tail.go). It is safe to call
+// while the pipe runs, and more than once.
+func (r *Recorder) EnableTail() {
+	if r.tail.Load() == nil {
+		r.tail.CompareAndSwap(nil, newTail(r.scrub))
+	}
+}
+
+// Tapping implements pipe.Tap: whether the live tail has viewers.
+func (r *Recorder) Tapping() bool {
+	t := r.tail.Load()
+	return t != nil && t.tapping()
+}
+
+// Tapped implements pipe.Tap.
+func (r *Recorder) Tapped(e pipe.TapEvent) {
+	if t := r.tail.Load(); t != nil {
+		t.tapped(e)
+	}
+}
 
 // sample is the totals at one moment.
 type sample struct {

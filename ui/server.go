@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pipesproject/pipes/pipe"
@@ -68,9 +69,12 @@ type Pipe struct {
 	Redriver Redriver
 	// ExecutionData tells whether the pipe's logging includes execution
 	// data (only then do failures carry a payload sample).
-	ExecutionData bool // Latency is its batch latency histogram, for the charts' p50 and
+	ExecutionData bool
+	// Latency is its batch latency histogram, for the charts' p50 and
 	// p99; nil: no latency chart.
 	Latency LatencyHistogram
+	// Tail turns on the live tail (tail.go); it needs ExecutionData.
+	Tail bool
 }
 
 // Config says how the status page is served.
@@ -125,6 +129,7 @@ type pipeState struct {
 	askedAt   time.Time // when the last read was started
 	sampledAt time.Time // when the sample loop last sampled it (series.go)
 	job       *redriveJob
+	listing   atomic.Bool // the DLQ browser holds the dead-letter queue's messages (dlq.go)
 }
 
 // redriveJob is the progress of a redrive started from the page.
@@ -186,6 +191,9 @@ func (s *Server) Put(p Pipe) error {
 	}
 	if p.Scrub == nil {
 		p.Scrub = func(s string) string { return s }
+	}
+	if p.Tail && p.ExecutionData {
+		p.Recorder.EnableTail()
 	}
 	ps := &pipeState{Pipe: p, name: p.Control.Name()}
 	s.pipesMu.Lock()
@@ -340,21 +348,28 @@ func (s *Server) readDepths(p *pipeState) {
 // errRedriveRunning is refused when a redrive of the pipe is under way.
 var errRedriveRunning = errors.New("a redrive of this pipe is under way")
 
-// startRedrive starts a redrive of p's dead-letter queue at rate.
-func (s *Server) startRedrive(p *pipeState, rate float64) error {
+// startRedrive starts a redrive of p's dead-letter queue at rate: move,
+// or all of it when move is nil (a selection: dlq.go).
+func (s *Server) startRedrive(p *pipeState, rate float64, move func(context.Context, float64, func(redrive.Entry)) (redrive.Summary, error)) error {
 	if p.Redriver == nil {
 		return errors.New("this pipe has no dead-letter queue that can be redriven from here")
+	}
+	if move == nil {
+		move = p.Redriver.Redrive
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.job != nil && p.job.State == "running" {
 		return errRedriveRunning
 	}
+	if p.listing.Load() {
+		return errListing
+	}
 	job := &redriveJob{State: "running", Rate: rate, StartedAt: time.Now()}
 	p.job = job
 	s.log.Info("redrive started from the status page", "pipe", p.name, "rate", rate)
 	s.wg.Go(func() {
-		sum, err := p.Redriver.Redrive(s.ctx, rate, func(e redrive.Entry) {
+		sum, err := move(s.ctx, rate, func(e redrive.Entry) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			switch e.Outcome {

@@ -59,10 +59,15 @@ type Concurrency struct {
 // Actions are the actions a pipe offers; TokenSet is false when the server
 // has no token (then every action is refused).
 type Actions struct {
-	Redrive  bool `json:"redrive"`
-	Pause    bool `json:"pause"`
-	Resume   bool `json:"resume"`
-	TokenSet bool `json:"tokenSet"`
+	Redrive bool `json:"redrive"`
+	// DLQBrowser: the dead-letter queue can be listed and redriven by
+	// selection (/pipes/NAME/dlq); Tail: the live tail is on
+	// (/pipes/NAME/tail).
+	DLQBrowser bool `json:"dlqBrowser"`
+	Tail       bool `json:"tail"`
+	Pause      bool `json:"pause"`
+	Resume     bool `json:"resume"`
+	TokenSet   bool `json:"tokenSet"`
 }
 
 // Scaling is a pipe's current scaling decision.
@@ -107,7 +112,7 @@ func (s *Server) view(p *pipeState) (PipeView, stats) {
 		Totals:        rs.totals,
 		Sparklines:    rs.series,
 		SampleSeconds: s.cfg.SampleEvery.Seconds(),
-		Actions: Actions{Redrive: p.Redriver != nil, Pause: !st.Paused && !st.Stopping, Resume: st.Paused,
+		Actions: Actions{Redrive: p.Redriver != nil, DLQBrowser: browserOf(p) != nil, Tail: p.tail() != nil, Pause: !st.Paused && !st.Stopping, Resume: st.Paused,
 			TokenSet: s.cfg.Token != ""},
 	}
 	if st.CircuitOpen {

@@ -89,7 +89,7 @@ func newRoot(in *interrupts, stdin io.Reader, stdout, stderr io.Writer) *cobra.C
 		Version:       versionLine(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newRunCmd(in, stdout, stderr), newValidateCmd(stdout, stderr), newTestCmd(stdin, stdout, stderr), newSendCmd(stdin, stdout, stderr), newSchemaCmd(stdout), newDLQCmd(stdout, stderr), newVersionCmd(stdout), newImportCmd(stdin, stdout, stderr))
+	root.AddCommand(newRunCmd(in, stdout, stderr), newValidateCmd(stdout, stderr), newTestCmd(stdin, stdout, stderr), newSendCmd(stdin, stdout, stderr), newSchemaCmd(stdout), newDLQCmd(stdout, stderr), newVersionCmd(stdout), newImportCmd(stdin, stdout, stderr), newTopCmd(stdin, stdout))
 	completeFlags(root)
 	return root
 }

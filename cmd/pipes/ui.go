@@ -23,10 +23,12 @@ type uiFlags struct {
 	addr   string
 	token  string
 	sample time.Duration // --ui-sample-interval
+	tail   bool
 }
 
 func (f *uiFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.addr, "ui", "", `serve the live status page on this address, e.g. 127.0.0.1:8080 ("": off); a non-loopback address needs a token`)
+	fl.BoolVar(&f.tail, "ui-tail", false, "offer the status page's live tail (sampled messages at each stage, as Server-Sent Events) for the pipes whose logging.include_execution_data is on")
 	fl.StringVar(&f.token, "ui-token", "", "the secret the status page's actions (redrive, pause, resume) ask for; default $"+envUIToken+"; without one, actions are off")
 	fl.DurationVar(&f.sample, "ui-sample-interval", 5*time.Second, "how often the status page samples the pipes for its rates and 15-minute charts, 1s to 1m (each pipe keeps 15 minutes of samples)")
 }
@@ -39,6 +41,7 @@ type statusPage struct {
 	log   *slog.Logger
 	recs  map[string]*ui.Recorder // by pipe name: a reloaded pipe keeps its history
 	every time.Duration           // --ui-sample-interval
+	tail  bool                    // --ui-tail
 }
 
 // startUI starts the status page of the built pipes when --ui is set. It
@@ -55,7 +58,7 @@ func startUI(f uiFlags, specs []config.Pipe, built []*pipe.Pipe, env pipes.Env, 
 	if f.sample < time.Second || f.sample > time.Minute {
 		return nil, usageErr(fmt.Errorf("--ui-sample-interval %s: give 1s to 1m", f.sample))
 	}
-	sp := &statusPage{env: env, log: log, recs: map[string]*ui.Recorder{}, every: f.sample}
+	sp := &statusPage{env: env, log: log, recs: map[string]*ui.Recorder{}, every: f.sample, tail: f.tail}
 	cfg := ui.Config{Addr: f.addr, Token: token, Logger: log.With("component", "ui"), SampleEvery: f.sample}
 	for i, p := range built {
 		cfg.Pipes = append(cfg.Pipes, sp.pipeOf(specs[i], p))
@@ -84,7 +87,7 @@ func (sp *statusPage) pipeOf(spec config.Pipe, p *pipe.Pipe) ui.Pipe {
 	p.SetObserver(rec)
 	depths, redriver := ui.Queues(spec, sp.env.Broker, sp.log.With("pipe", spec.Name, "component", "ui-redrive"))
 	up := ui.Pipe{Control: p, Recorder: rec, Settings: ui.Settings(spec), Scrub: secrets.Text,
-		Depths: depths, Redriver: redriver, ExecutionData: spec.Logging.IncludeExecutionData}
+		Depths: depths, Redriver: redriver, ExecutionData: spec.Logging.IncludeExecutionData, Tail: sp.tail}
 	if sp.env.Metrics != nil {
 		up.Latency, _ = sp.env.Metrics.TargetDuration.WithLabelValues(spec.Name).(ui.LatencyHistogram)
 	}

@@ -38,6 +38,11 @@ type Options struct {
 	// DryRun publishes nothing: Redrive reports what it would move and
 	// leaves every message in the dead-letter queue.
 	DryRun bool
+	// IDs, when set, moves only the messages with these ids (a selection
+	// made from a listing, the status page's DLQ browser): the others are
+	// left unacked, reported Skipped and requeued at the end, and the run
+	// stops once every id was moved or failed.
+	IDs []string
 	// Report, when set, is called with each message's entry, in order,
 	// from Redrive's goroutine.
 	Report func(redrive.Entry)
@@ -76,6 +81,12 @@ func (b *Broker) Redrive(ctx context.Context, opt Options) (sum redrive.Summary,
 		return sum, fmt.Errorf("redriving: rate (%v) and max (%d) must not be negative", opt.Rate, opt.Max)
 	}
 	r := &run{b: b, opt: opt, log: opt.Logger, arn: b.ARN(opt.From), pace: pacer{rate: opt.Rate}}
+	if len(opt.IDs) > 0 {
+		r.left = make(map[string]bool, len(opt.IDs))
+		for _, id := range opt.IDs {
+			r.left[id] = true
+		}
+	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -105,7 +116,7 @@ func (b *Broker) Redrive(ctx context.Context, opt Options) (sum redrive.Summary,
 		r.returns = r.pub.NotifyReturn(make(chan amqp.Return, 16)) // never full: the library's reader must not block
 	}
 	for n := 0; n < counts.Ready; n++ {
-		if opt.Max > 0 && r.sum.Moved+r.sum.Failed+r.sum.WouldMove >= opt.Max {
+		if opt.Max > 0 && r.sum.Moved+r.sum.Failed+r.sum.WouldMove >= opt.Max || r.left != nil && len(r.left) == 0 {
 			break
 		}
 		if err := ctx.Err(); err != nil {
@@ -134,7 +145,8 @@ type run struct {
 	get     *amqp.Channel // basic.get and acks from the dead-letter queue
 	pub     *amqp.Channel // confirmed publishes; nil in a dry run
 	returns chan amqp.Return
-	held    int // deliveries of get left unacked
+	held    int             // deliveries of get left unacked
+	left    map[string]bool // Options.IDs not moved or failed yet; nil: every message
 	pace    pacer
 	sum     redrive.Summary
 }
@@ -143,6 +155,10 @@ type run struct {
 func (r *run) one(ctx context.Context, d amqp.Delivery) error {
 	m := rabbitmq.Record(d, r.opt.From, r.b.uri.Vhost, r.arn)
 	id := m.MessageID
+	if r.left != nil && !r.left[id] {
+		r.report(redrive.Entry{MessageID: id, Outcome: redrive.Skipped})
+		return nil
+	}
 	if r.opt.Filter != nil {
 		ev, err := pipe.NewEvent(m)
 		if err != nil || !r.opt.Filter.MatchEvent(ev) {
@@ -247,6 +263,9 @@ stale:
 func (r *run) report(e redrive.Entry) {
 	if e.Outcome != redrive.Moved {
 		r.held++
+	}
+	if e.Outcome != redrive.Skipped {
+		delete(r.left, e.MessageID)
 	}
 	r.sum.Count(e.Outcome)
 	if r.opt.Report != nil {
