@@ -144,15 +144,13 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	awsCfg, ov, err := awsclient.Configure(ctx, awsclient.Client{
+		What: "the EventBridge target", AWSConfig: cfg.AWSConfig,
+		Region: cfg.Region, RegionGuess: awsclient.RegionFromARN(cfg.EventBusName), Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration for the EventBridge target: %w", err)
+		return nil, err
 	}
-	region, ok := awsclient.Region(awsCfg, cfg.Region, awsclient.RegionFromARN(cfg.EventBusName))
-	if !ok {
-		return nil, errors.New("configuring the EventBridge target: no AWS region: set the target's region, AWS_REGION or a profile's region")
-	}
-	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
 	t.api = eventbridge.NewFromConfig(awsCfg, func(o *eventbridge.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return t, nil
 }

@@ -125,15 +125,13 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	awsCfg, ov, err := awsclient.Configure(ctx, awsclient.Client{
+		What: "the SNS target " + cfg.TopicARN, AWSConfig: cfg.AWSConfig,
+		Region: cfg.Region, RegionGuess: awsclient.RegionFromARN(cfg.TopicARN), Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration for the SNS target %s: %w", cfg.TopicARN, err)
+		return nil, err
 	}
-	region, ok := awsclient.Region(awsCfg, cfg.Region, awsclient.RegionFromARN(cfg.TopicARN))
-	if !ok {
-		return nil, fmt.Errorf("configuring the SNS target %s: no AWS region: set the target's region, AWS_REGION or a profile's region", cfg.TopicARN)
-	}
-	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
 	t.api = sns.NewFromConfig(awsCfg, func(o *sns.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return t, nil
 }

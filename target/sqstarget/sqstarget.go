@@ -137,15 +137,13 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	awsCfg, ov, err := awsclient.Configure(ctx, awsclient.Client{
+		What: "the SQS target " + cfg.QueueURL, AWSConfig: cfg.AWSConfig,
+		Region: cfg.Region, RegionGuess: sqsname.RegionOfURL(cfg.QueueURL), Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration for the SQS target %s: %w", cfg.QueueURL, err)
+		return nil, err
 	}
-	region, ok := awsclient.Region(awsCfg, cfg.Region, sqsname.RegionOfURL(cfg.QueueURL))
-	if !ok {
-		return nil, fmt.Errorf("configuring the SQS target %s: no AWS region: set the target's region, AWS_REGION or a profile's region", cfg.QueueURL)
-	}
-	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
 	t.api = sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return t, nil
 }
