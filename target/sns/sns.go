@@ -217,20 +217,15 @@ func messageAttribute(a pipe.MessageAttribute) types.MessageAttributeValue {
 
 // entry builds the message of one event.
 func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
-	msg := types.PublishBatchRequestEntry{Id: aws.String(awsbatch.ID(i)), Message: aws.String(string(ev.Payload))}
-	var attrSize int
-	msg.MessageAttributes, attrSize = awsclient.MessageAttributes(ev.Attributes, MaxAttributes, messageAttribute)
 	group, dedup, err := t.group.Render(ev)
 	if err != nil {
 		return entry{}, err
 	}
-	if group != "" {
-		msg.MessageGroupId = aws.String(group)
-	}
-	if dedup != "" {
-		msg.MessageDeduplicationId = aws.String(dedup)
-	}
-	return entry{Req: msg, Size: len(ev.Payload) + attrSize}, nil
+	attrs, attrSize := awsclient.MessageAttributes(ev.Attributes, MaxAttributes, messageAttribute)
+	return entry{Req: types.PublishBatchRequestEntry{
+		Id: aws.String(awsbatch.ID(i)), Message: aws.String(string(ev.Payload)), MessageAttributes: attrs,
+		MessageGroupId: awsbatch.Opt(group), MessageDeduplicationId: awsbatch.Opt(dedup),
+	}, Size: len(ev.Payload) + attrSize}, nil
 }
 
 // publish makes one PublishBatch call and reads which entries SNS took.
@@ -239,10 +234,7 @@ func (t *Target) publish(ctx context.Context, msgs []types.PublishBatchRequestEn
 	if err != nil {
 		return awsbatch.Reply{}, err
 	}
-	ids := make([]string, len(msgs))
-	for i, m := range msgs {
-		ids[i] = aws.ToString(m.Id)
-	}
+	ids := awsbatch.IDs(msgs, func(m types.PublishBatchRequestEntry) *string { return m.Id })
 	return awsbatch.ByID(ids,
 		res.Successful, func(s types.PublishBatchResultEntry) string { return aws.ToString(s.Id) },
 		res.Failed, func(f types.BatchResultErrorEntry) string { return aws.ToString(f.Id) },

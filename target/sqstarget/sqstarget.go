@@ -249,20 +249,15 @@ func messageAttribute(a pipe.MessageAttribute) types.MessageAttributeValue {
 
 // entry builds the message of one event.
 func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
-	msg := types.SendMessageBatchRequestEntry{Id: aws.String(awsbatch.ID(i)), MessageBody: aws.String(string(ev.Payload))}
-	var attrSize int
-	msg.MessageAttributes, attrSize = awsclient.MessageAttributes(ev.Attributes, MaxAttributes, messageAttribute)
 	group, dedup, err := t.group.Render(ev)
 	if err != nil {
 		return entry{}, err
 	}
-	if group != "" {
-		msg.MessageGroupId = aws.String(group)
-	}
-	if dedup != "" {
-		msg.MessageDeduplicationId = aws.String(dedup)
-	}
-	return entry{Req: msg, Size: len(ev.Payload) + attrSize}, nil
+	attrs, attrSize := awsclient.MessageAttributes(ev.Attributes, MaxAttributes, messageAttribute)
+	return entry{Req: types.SendMessageBatchRequestEntry{
+		Id: aws.String(awsbatch.ID(i)), MessageBody: aws.String(string(ev.Payload)), MessageAttributes: attrs,
+		MessageGroupId: awsbatch.Opt(group), MessageDeduplicationId: awsbatch.Opt(dedup),
+	}, Size: len(ev.Payload) + attrSize}, nil
 }
 
 // send makes one SendMessageBatch call and reads which entries SQS took.
@@ -271,10 +266,7 @@ func (t *Target) send(ctx context.Context, msgs []types.SendMessageBatchRequestE
 	if err != nil {
 		return awsbatch.Reply{}, err
 	}
-	ids := make([]string, len(msgs))
-	for i, m := range msgs {
-		ids[i] = aws.ToString(m.Id)
-	}
+	ids := awsbatch.IDs(msgs, func(m types.SendMessageBatchRequestEntry) *string { return m.Id })
 	return awsbatch.ByID(ids,
 		res.Successful, func(s types.SendMessageBatchResultEntry) string { return aws.ToString(s.Id) },
 		res.Failed, func(f types.BatchResultErrorEntry) string { return aws.ToString(f.Id) },

@@ -90,6 +90,25 @@ var Unanswered = errors.New("the answer does not mention this entry")
 // name entries by id (SQS, SNS): unique within a call.
 func ID(i int) string { return strconv.Itoa(i) }
 
+// Opt is an optional string field of a request entry: nil for "".
+func Opt(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// IDs are the ids of a call's entries, by position, for ByID.
+func IDs[R any](reqs []R, id func(R) *string) []string {
+	ids := make([]string, len(reqs))
+	for i, r := range reqs {
+		if p := id(r); p != nil {
+			ids[i] = *p
+		}
+	}
+	return ids
+}
+
 // ByID reads an answer that names entries by id (SQS's and SNS's
 // Successful and Failed lists): ids are the call's entry ids, by position;
 // sid and fid read the ids of the answer's lists; refused classifies one
