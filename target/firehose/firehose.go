@@ -144,10 +144,7 @@ func newTarget(cfg Config) (*Target, error) {
 		Service: "Firehose", Resource: t.stream, ResourceKey: "delivery_stream",
 		Describe: func(n int) string { return fmt.Sprintf("putting %d records on %s", n, t.stream) },
 		Limits:   awsbatch.Limits{Entries: MaxBatch, Bytes: MaxBatchBytes, EntryBytes: MaxRecordBytes},
-		Build: func(_ int, ev *pipe.Event) (awsbatch.Entry[types.Record], error) {
-			return awsbatch.Entry[types.Record]{Req: types.Record{Data: ev.Payload}, Size: len(ev.Payload)}, nil
-		},
-		Call:       t.put,
+		Build:    entry, Call: t.put,
 		Classifier: classifier, EntrySpecific: entrySpecificCodes,
 		Timeout: cfg.Timeout, MaxParallel: cfg.MaxParallel, Logger: cfg.Logger,
 	})
@@ -173,6 +170,11 @@ func (t *Target) Close(context.Context) error {
 // (Throttled when any call was throttled, so that the pipe slows down).
 func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
 	return t.batch.Deliver(ctx, events)
+}
+
+// entry builds the record of one event: its payload, as it is.
+func entry(_ int, ev *pipe.Event) (awsbatch.Entry[types.Record], error) {
+	return awsbatch.Entry[types.Record]{Req: types.Record{Data: ev.Payload}, Size: len(ev.Payload)}, nil
 }
 
 // put makes one PutRecordBatch call; its responses answer the records by
