@@ -1,22 +1,15 @@
 package firehose_test
 
-// No Firehose emulator exists on npm (kinesalite is Kinesis only;
-// local-aws-sqs and fauxqs have none), so these tests run against an
-// in-process fake: a net/http server that decodes the awsJson1_1 requests
-// the SDK sends (X-Amz-Target Firehose_20150804.PutRecordBatch, base64
-// Data) and checks them against the PutRecordBatch API reference: at most
-// 500 records and 4 MiB of data per call, 1,000 KiB per record, a
-// delivery stream name of 1 to 64 characters, a SigV4 signature. It
-// answers like Firehose: FailedPutCount and RequestResponses by position,
-// ErrorCode ServiceUnavailableException for a throttled record.
+// No Firehose emulator exists on npm, so these tests run against
+// sqstest.FirehoseServer, an in-process fake that decodes the awsJson1_1
+// requests the SDK sends and checks them against the PutRecordBatch API
+// reference (500 records, 4 MiB a call, 1,000 KiB a record), answering as
+// Firehose does (see internal/sqstest/firehose.go).
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -24,121 +17,20 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/pipesproject/pipes/internal/kit/awsbatch"
+	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/firehose"
 )
 
-// server is the in-process Firehose of these tests: it holds one delivery
-// stream's records.
-type server struct {
-	stream string
-	mu     sync.Mutex
-	calls  []int    // records per call
-	data   []string // the records taken, in order
-	errs   []string // what the server found wrong with a request
-}
-
-// record is a record of PutRecordBatch's request; encoding/json decodes
-// its base64 Data into bytes.
-type record struct {
-	Data []byte `json:"Data"`
-}
-
-func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	fail := func(status int, typ, msg string) {
-		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]string{"__type": typ, "message": msg})
-	}
-	if r.Method != http.MethodPost || r.Header.Get("X-Amz-Target") != "Firehose_20150804.PutRecordBatch" ||
-		r.Header.Get("Content-Type") != "application/x-amz-json-1.1" || !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
-		s.wrong("not a signed awsJson1_1 PutRecordBatch: %s %s", r.Method, r.Header.Get("X-Amz-Target"))
-		fail(400, "UnknownOperationException", "not PutRecordBatch")
-		return
-	}
-	var in struct {
-		DeliveryStreamName string
-		Records            []record
-	}
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-		s.wrong("decoding the request: %v", err)
-		fail(400, "SerializationException", err.Error())
-		return
-	}
-	total := 0
-	for _, rec := range in.Records {
-		total += len(rec.Data)
-		if len(rec.Data) > 1000<<10 {
-			s.wrong("a record of %d bytes, over 1,000 KiB", len(rec.Data))
-		}
-	}
-	switch {
-	case len(in.DeliveryStreamName) < 1 || len(in.DeliveryStreamName) > 64:
-		s.wrong("delivery stream name %q", in.DeliveryStreamName)
-	case len(in.Records) < 1 || len(in.Records) > 500:
-		s.wrong("%d records in one call", len(in.Records))
-	case total > 4<<20:
-		s.wrong("%d bytes in one call, over 4 MiB", total)
-	}
-	if in.DeliveryStreamName != s.stream {
-		fail(400, "ResourceNotFoundException", "Firehose "+in.DeliveryStreamName+" under account 123456789012 not found.")
-		return
-	}
-	type response struct {
-		RecordId     string `json:",omitempty"`
-		ErrorCode    string `json:",omitempty"`
-		ErrorMessage string `json:",omitempty"`
-	}
-	out := struct {
-		FailedPutCount   int
-		Encrypted        bool
-		RequestResponses []response
-	}{}
-	s.mu.Lock()
-	s.calls = append(s.calls, len(in.Records))
-	for i, rec := range in.Records {
-		switch d := string(rec.Data); {
-		case strings.Contains(d, "throttle"):
-			out.FailedPutCount++
-			out.RequestResponses = append(out.RequestResponses, response{ErrorCode: "ServiceUnavailableException", ErrorMessage: "Slow down."})
-		case strings.Contains(d, "internal"):
-			out.FailedPutCount++
-			out.RequestResponses = append(out.RequestResponses, response{ErrorCode: "InternalFailure", ErrorMessage: "Internal failure."})
-		default:
-			s.data = append(s.data, d)
-			out.RequestResponses = append(out.RequestResponses, response{RecordId: fmt.Sprintf("rec-%d-%d", len(s.calls), i)})
-		}
-	}
-	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	_ = json.NewEncoder(w).Encode(out)
-}
-
-func (s *server) wrong(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.errs = append(s.errs, fmt.Sprintf(format, args...))
-}
-
 // start runs a server for the stream and returns a target config for it.
-func start(t *testing.T, stream string) (*server, firehose.Config) {
+func start(t *testing.T, stream string) (*sqstest.FirehoseServer, firehose.Config) {
 	t.Helper()
-	s := &server{stream: stream}
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
-	t.Cleanup(func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, e := range s.errs {
-			t.Errorf("the request broke PutRecordBatch's rules: %s", e)
-		}
-	})
+	s := sqstest.StartFirehose(t, stream)
 	return s, firehose.Config{
-		DeliveryStream: stream, Endpoint: hs.URL,
-		AWSConfig: &aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDPIPESTEST", "pipes-test-secret", "")},
+		DeliveryStream: stream, Endpoint: s.URL,
+		AWSConfig: &aws.Config{Region: sqstest.Region, Credentials: sqstest.Credentials},
 	}
 }
 
@@ -191,11 +83,11 @@ func TestBatchesAreCutWithinFiveHundredRecordsAndFourMiB(t *testing.T) {
 			if err != nil || len(res.Failures) > 0 {
 				t.Fatalf("Deliver = %d failures, %v", len(res.Failures), err)
 			}
-			if !slices.Equal(s.calls, tt.calls) {
-				t.Errorf("records per call = %v, want %v", s.calls, tt.calls)
+			if !slices.Equal(s.Calls(), tt.calls) {
+				t.Errorf("records per call = %v, want %v", s.Calls(), tt.calls)
 			}
-			if len(s.data) != tt.n || !strings.HasPrefix(s.data[0], "000000") {
-				t.Errorf("the stream took %d records, want %d", len(s.data), tt.n)
+			if len(s.Records()) != tt.n || !strings.HasPrefix(s.Records()[0], "000000") {
+				t.Errorf("the stream took %d records, want %d", len(s.Records()), tt.n)
 			}
 			if len(ops) != len(tt.calls) || ops[0] != "PutRecordBatch" {
 				t.Errorf("OnCall = %v, want %d PutRecordBatch", ops, len(tt.calls))
@@ -238,8 +130,8 @@ func TestRefusedRecordsFailJustTheirItems(t *testing.T) {
 			t.Errorf("failure of slow = %v, want its ErrorCode", f.Err)
 		}
 	}
-	if !slices.Equal(s.data, []string{"fine"}) {
-		t.Errorf("the stream took %q, want [fine]", s.data)
+	if !slices.Equal(s.Records(), []string{"fine"}) {
+		t.Errorf("the stream took %q, want [fine]", s.Records())
 	}
 }
 
