@@ -217,15 +217,11 @@ func messageAttribute(a pipe.MessageAttribute) types.MessageAttributeValue {
 
 // entry builds the message of one event.
 func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
-	group, dedup, err := t.group.Render(ev)
-	if err != nil {
-		return entry{}, err
-	}
-	attrs, attrSize := awsclient.MessageAttributes(ev.Attributes, MaxAttributes, messageAttribute)
+	m, err := awsbatch.NewMessage(ev, t.group, MaxAttributes, messageAttribute)
 	return entry{Req: types.PublishBatchRequestEntry{
-		Id: aws.String(awsbatch.ID(i)), Message: aws.String(string(ev.Payload)), MessageAttributes: attrs,
-		MessageGroupId: awsbatch.Opt(group), MessageDeduplicationId: awsbatch.Opt(dedup),
-	}, Size: len(ev.Payload) + attrSize}, nil
+		Id: aws.String(awsbatch.ID(i)), Message: m.Body, MessageAttributes: m.Attributes,
+		MessageGroupId: m.Group, MessageDeduplicationId: m.Dedup,
+	}, Size: m.Size}, err
 }
 
 // publish makes one PublishBatch call and reads which entries SNS took.

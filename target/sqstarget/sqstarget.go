@@ -249,15 +249,11 @@ func messageAttribute(a pipe.MessageAttribute) types.MessageAttributeValue {
 
 // entry builds the message of one event.
 func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
-	group, dedup, err := t.group.Render(ev)
-	if err != nil {
-		return entry{}, err
-	}
-	attrs, attrSize := awsclient.MessageAttributes(ev.Attributes, MaxAttributes, messageAttribute)
+	m, err := awsbatch.NewMessage(ev, t.group, MaxAttributes, messageAttribute)
 	return entry{Req: types.SendMessageBatchRequestEntry{
-		Id: aws.String(awsbatch.ID(i)), MessageBody: aws.String(string(ev.Payload)), MessageAttributes: attrs,
-		MessageGroupId: awsbatch.Opt(group), MessageDeduplicationId: awsbatch.Opt(dedup),
-	}, Size: len(ev.Payload) + attrSize}, nil
+		Id: aws.String(awsbatch.ID(i)), MessageBody: m.Body, MessageAttributes: m.Attributes,
+		MessageGroupId: m.Group, MessageDeduplicationId: m.Dedup,
+	}, Size: m.Size}, err
 }
 
 // send makes one SendMessageBatch call and reads which entries SQS took.
