@@ -74,6 +74,8 @@ type record struct {
 	Data []byte `json:"Data"`
 }
 
+// ServeHTTP answers one PutRecordBatch request as Firehose does, and
+// notes what in it breaks the API reference's rules.
 func (s *FirehoseServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fail := func(status int, typ, msg string) {
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
@@ -144,6 +146,7 @@ func (s *FirehoseServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(out)
 }
 
+// wrong notes a broken rule, for the test to report.
 func (s *FirehoseServer) wrong(format string, args ...any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
