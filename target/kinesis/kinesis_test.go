@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,25 +22,13 @@ import (
 	"github.com/pipesproject/pipes/template"
 )
 
-// calls counts OnCall reports by operation.
-type calls struct {
-	mu sync.Mutex
-	n  map[string]int
-}
+// putRecords counts the PutRecords calls OnCall reports.
+type putRecords struct{ n atomic.Int64 }
 
-func (c *calls) onCall(op string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == nil {
-		c.n = map[string]int{}
+func (c *putRecords) onCall(op string) {
+	if op == "PutRecords" {
+		c.n.Add(1)
 	}
-	c.n[op]++
-}
-
-func (c *calls) get(op string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n[op]
 }
 
 // newTarget makes a target for a stream on kinesalite.
@@ -75,7 +63,7 @@ func TestRecordsArePutWithTheirRenderedPartitionKeys(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			stream := sqstest.CreateStream(t, "pipes-kinesis-keys", 2)
-			var n calls
+			var n putRecords
 			tg := newTarget(t, kinesis.Config{Stream: stream, PartitionKey: tt.key, OnCall: n.onCall})
 			evs := []*pipe.Event{event(t, "m1", `{"customer":"ada"}`), event(t, "m2", `{"customer":"bob"}`)}
 			res, err := tg.Deliver(t.Context(), evs)
@@ -94,8 +82,8 @@ func TestRecordsArePutWithTheirRenderedPartitionKeys(t *testing.T) {
 					t.Errorf("records = %q, want partition key %s%s with the record JSON", got, prefix, c)
 				}
 			}
-			if n.get("PutRecords") != 1 {
-				t.Errorf("PutRecords calls = %d, want 1", n.get("PutRecords"))
+			if n.n.Load() != 1 {
+				t.Errorf("PutRecords calls = %d, want 1", n.n.Load())
 			}
 		})
 	}
@@ -103,7 +91,7 @@ func TestRecordsArePutWithTheirRenderedPartitionKeys(t *testing.T) {
 
 func TestAThousandAndOneRecordsTakeThreeCallsOfAtMostFiveHundred(t *testing.T) {
 	stream := sqstest.CreateStream(t, "pipes-kinesis-many", 4)
-	var n calls
+	var n putRecords
 	tg := newTarget(t, kinesis.Config{Stream: stream, PartitionKey: "$.messageId", OnCall: n.onCall})
 	var evs []*pipe.Event
 	for i := range 1001 {
@@ -113,7 +101,7 @@ func TestAThousandAndOneRecordsTakeThreeCallsOfAtMostFiveHundred(t *testing.T) {
 	if err != nil || len(res.Failures) > 0 {
 		t.Fatalf("Deliver: %d failures, %v", len(res.Failures), err)
 	}
-	if got := n.get("PutRecords"); got != 3 {
+	if got := n.n.Load(); got != 3 {
 		t.Errorf("PutRecords calls = %d, want 3", got)
 	}
 	if recs := sqstest.StreamRecords(t, stream, 1001, 10*time.Second); len(recs) != 1001 {
