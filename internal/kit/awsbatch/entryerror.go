@@ -6,10 +6,10 @@ import (
 	"github.com/pipesproject/pipes/pipe"
 )
 
-// EntryError is a service's reason for refusing one entry of a batch call,
-// for the targets whose SDK types have no error type of their own (Kinesis,
-// Firehose). ErrorCode makes its code the ErrorCode of a dead-lettered
-// item.
+// EntryError is a service's reason for refusing one entry of a batch call
+// whose answer gives an error code and message per entry (EventBridge,
+// Kinesis, Firehose; eventbridge.EntryError is this type). ErrorCode makes
+// its code the ErrorCode of a dead-lettered item.
 type EntryError struct {
 	// Code is the service's error code, e.g.
 	// "ProvisionedThroughputExceededException".
