@@ -10,12 +10,15 @@ import (
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/eventbridge"
+	"github.com/pipesproject/pipes/target/firehose"
+	"github.com/pipesproject/pipes/target/kinesis"
 	"github.com/pipesproject/pipes/target/lambdatarget"
 	"github.com/pipesproject/pipes/target/sns"
 	"github.com/pipesproject/pipes/target/sqstarget"
 )
 
-// The AWS targets (`type: sqs | sns | eventbridge | lambda`): each is built
+// The AWS targets (`type: sqs | sns | eventbridge | lambda | kinesis |
+// firehose`): each is built
 // from its `target:` block, counts every AWS call of the pipe by operation
 // in the metrics, logs with the pipe's name, and bounds each call by the
 // block's timeout.
@@ -33,6 +36,14 @@ func newEventBridgeTarget(ctx context.Context, s config.Pipe, env *Env) (pipe.Ta
 }
 
 func newLambdaTarget(ctx context.Context, s config.Pipe, env *Env) (pipe.Target, error) {
+	return awsTarget(ctx, s, s.Target, env, s.Target.InputTemplate != "")
+}
+
+func newKinesisTarget(ctx context.Context, s config.Pipe, env *Env) (pipe.Target, error) {
+	return awsTarget(ctx, s, s.Target, env, s.Target.InputTemplate != "")
+}
+
+func newFirehoseTarget(ctx context.Context, s config.Pipe, env *Env) (pipe.Target, error) {
 	return awsTarget(ctx, s, s.Target, env, s.Target.InputTemplate != "")
 }
 
@@ -116,6 +127,29 @@ func buildAWSTarget(ctx context.Context, s config.Pipe, t config.Target, env *En
 			Logger:         logger,
 			AWSConfig:      awsCfg,
 		})
+	case "kinesis":
+		return kinesis.New(ctx, kinesis.Config{
+			Stream:           t.Stream,
+			PartitionKey:     t.PartitionKey,
+			Vars:             vars,
+			ParamsFromRecord: paramsFromRecord,
+			Region:           t.Region,
+			Endpoint:         t.Endpoint,
+			Timeout:          t.Timeout,
+			OnCall:           onCall,
+			Logger:           logger,
+			AWSConfig:        awsCfg,
+		})
+	case "firehose":
+		return firehose.New(ctx, firehose.Config{
+			DeliveryStream: t.DeliveryStream,
+			Region:         t.Region,
+			Endpoint:       t.Endpoint,
+			Timeout:        t.Timeout,
+			OnCall:         onCall,
+			Logger:         logger,
+			AWSConfig:      awsCfg,
+		})
 	}
 	return nil, fmt.Errorf("target type %q is not an AWS target", t.Type)
 }
@@ -136,7 +170,7 @@ func eventSourceOf(sourceType string) string {
 // types pass.
 func checkAWSTarget(s config.Pipe, field string, t config.Target) config.Errors {
 	switch t.Type {
-	case "sqs", "sns", "eventbridge", "lambda":
+	case "sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose":
 	default:
 		return nil
 	}

@@ -104,7 +104,8 @@ type Registry struct {
 }
 
 // NewRegistry returns a registry holding the built-in sources (sqs, memory)
-// and targets (http, stdout, func, sqs, sns, eventbridge, lambda).
+// and targets (http, stdout, func, sqs, sns, eventbridge, lambda, kinesis,
+// firehose, rabbitmq).
 func NewRegistry() *Registry {
 	r := &Registry{sources: map[string]SourceFactory{}, targets: map[string]TargetFactory{}, funcs: map[string]pipe.Target{}}
 	r.MustRegisterSource("sqs", newSQSSource)
@@ -117,6 +118,8 @@ func NewRegistry() *Registry {
 	r.MustRegisterTarget("sns", newSNSTarget)
 	r.MustRegisterTarget("eventbridge", newEventBridgeTarget)
 	r.MustRegisterTarget("lambda", newLambdaTarget)
+	r.MustRegisterTarget("kinesis", newKinesisTarget)
+	r.MustRegisterTarget("firehose", newFirehoseTarget)
 	r.MustRegisterTarget("rabbitmq", newRabbitTarget)
 	return r
 }
@@ -283,7 +286,7 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 		tgt = dryRunTarget{pipe: s.Name, w: env.Stdout, mu: env.stdoutMu()}
 	} else if dl := s.DeadLetter; dl != nil {
 		switch dl.Target.Type {
-		case "sqs", "sns", "eventbridge", "lambda":
+		case "sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose":
 			// A dead-lettered event's payload is the raw body: templated
 			// parameters are rendered against the record.
 			dead, err = awsTarget(ctx, s, dl.Target, env, true)

@@ -587,6 +587,21 @@ func (m *mapper) target(props map[string]any) *omap {
 		default:
 			m.leftOut(tpath+".LambdaFunctionParameters.InvocationType", "%q is not REQUEST_RESPONSE or FIRE_AND_FORGET; RequestResponse is used", it)
 		}
+	case "kinesis":
+		o.set("type", "kinesis")
+		o.set("stream", m.streamOf(e, path))
+		m.setRegion(o, e)
+		kp := mapping(tp["KinesisStreamParameters"])
+		if kp["PartitionKey"] == nil {
+			m.drop(tpath+".KinesisStreamParameters.PartitionKey", "a Kinesis target needs a PartitionKey")
+			return nil
+		}
+		m.strKey(o, "partition_key", kp, "PartitionKey", tpath+".KinesisStreamParameters")
+	case "firehose":
+		// Pipes' Firehose target takes no parameters.
+		o.set("type", "firehose")
+		o.set("delivery_stream", m.streamOf(e, path))
+		m.setRegion(o, e)
 	case "apidest", "apigw":
 		o.set("type", "http")
 		m.http(o, e, mapping(tp["HttpParameters"]), tpath+".HttpParameters", true)
@@ -603,6 +618,15 @@ func (m *mapper) target(props map[string]any) *omap {
 		}
 	}
 	return o
+}
+
+// streamOf is the stream of a Kinesis or Firehose target: the stream's
+// name when it is a resource of the template, else its ARN.
+func (m *mapper) streamOf(e endpoint, path string) string {
+	if e.res != nil {
+		return m.r.resourceValue(e.logical, e.res, "", path)
+	}
+	return m.r.text(&e)
 }
 
 // setRegion writes `region:` into an AWS source, enrichment or target

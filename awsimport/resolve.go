@@ -377,6 +377,21 @@ func (r *resolver) resourceValue(id string, res map[string]any, attr, path strin
 		case "Arn":
 			return "arn:aws:events" + ra() + "event-bus/" + name
 		}
+	case "AWS::Kinesis::Stream", "AWS::KinesisFirehose::DeliveryStream":
+		key, prefix := "Name", "arn:aws:kinesis"+ra()+"stream/"
+		if resType(res) == "AWS::KinesisFirehose::DeliveryStream" {
+			key, prefix = "DeliveryStreamName", "arn:aws:firehose"+ra()+"deliverystream/"
+		}
+		name, ok := named(key, key)
+		switch attr {
+		case "", key:
+			return name
+		case "Arn":
+			if !ok {
+				return r.envRef(envName(id, "Arn"))
+			}
+			return prefix + name
+		}
 	case "AWS::Events::ApiDestination", "AWS::Events::Connection":
 		prefix := "api-destination/"
 		if resType(res) == "AWS::Events::Connection" {

@@ -395,7 +395,7 @@ func (d *decoder) filter(b *block) *Filter {
 // typesTaking names the AWS target types that take key k.
 func typesTaking(k string) string {
 	var types []string
-	for _, typ := range []string{"sqs", "sns", "eventbridge", "lambda"} {
+	for _, typ := range []string{"sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose"} {
 		if containsKey(awsTargetKeys[typ], k) {
 			types = append(types, typ)
 		}
@@ -465,7 +465,7 @@ var targetKeys = []string{
 	"region", "endpoint", "queue_url", "message_group_id", "message_deduplication_id",
 	"topic_arn", "event_bus_name", "source", "detail_type", "function_name", "invocation_type", "retry",
 	"exchange", "routing_key", "persistent", "mandatory", "offload",
-	"endpoint_id", "resources", "time",
+	"endpoint_id", "resources", "time", "stream", "partition_key", "delivery_stream",
 }
 
 // awsTargetKeys are the keys only AWS targets take, by type.
@@ -474,6 +474,8 @@ var awsTargetKeys = map[string][]string{
 	"sns":         {"topic_arn", "message_group_id", "message_deduplication_id"},
 	"eventbridge": {"event_bus_name", "source", "detail_type", "endpoint_id", "resources", "time"},
 	"lambda":      {"function_name", "invocation_type"},
+	"kinesis":     {"stream", "partition_key"},
+	"firehose":    {"delivery_stream"},
 }
 
 // maxInRunner is the longest a message may be worked on inside the runner:
@@ -505,7 +507,7 @@ func (d *decoder) target(b *block) Target {
 	if !b.has("type") {
 		d.errorf(b.pos, b.path, "type is required")
 	}
-	t.Type = b.enum("type", "", "http", "stdout", "sqs", "sns", "eventbridge", "lambda", "func", "rabbitmq")
+	t.Type = b.enum("type", "", "http", "stdout", "sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose", "func", "rabbitmq")
 	t.URL = b.str("url")
 	t.Method = b.enum("method", "POST", "GET", "POST", "PUT", "PATCH", "DELETE")
 	t.Batch = b.boolean("batch", true)
@@ -539,6 +541,9 @@ func (d *decoder) target(b *block) Target {
 	t.Time = b.str("time")
 	t.FunctionName = b.str("function_name")
 	t.InvocationType = b.enum("invocation_type", "", "RequestResponse", "Event")
+	t.Stream = b.str("stream")
+	t.PartitionKey = b.str("partition_key")
+	t.DeliveryStream = b.str("delivery_stream")
 	if t.Type == "lambda" && t.InvocationType == "" {
 		t.InvocationType = "RequestResponse"
 	}
@@ -579,6 +584,11 @@ func (d *decoder) target(b *block) Target {
 		}
 	case "lambda":
 		require("function_name", "a lambda")
+	case "kinesis":
+		require("stream", "a kinesis")
+		require("partition_key", "a kinesis")
+	case "firehose":
+		require("delivery_stream", "a firehose")
 	case "rabbitmq":
 		require("url", "a rabbitmq")
 		b.checkAMQPURL("url", t.URL)
@@ -596,12 +606,12 @@ func (d *decoder) target(b *block) Target {
 	if t.Type != "" {
 		for _, k := range []string{"queue_url", "message_group_id", "message_deduplication_id",
 			"topic_arn", "event_bus_name", "source", "detail_type", "function_name", "invocation_type",
-			"endpoint_id", "resources", "time"} {
+			"endpoint_id", "resources", "time", "stream", "partition_key", "delivery_stream"} {
 			if !containsKey(awsTargetKeys[t.Type], k) {
 				b.only("only for "+typesTaking(k)+" targets", k)
 			}
 		}
-		if t.Type != "sqs" && t.Type != "sns" && t.Type != "eventbridge" && t.Type != "lambda" {
+		if _, aws := awsTargetKeys[t.Type]; !aws {
 			b.only("only for AWS targets", "region", "endpoint")
 		}
 	}

@@ -309,6 +309,14 @@ type Target struct {
 	// the default, or Event).
 	FunctionName   string
 	InvocationType string
+	// kinesis: key `stream` (the stream's name or ARN) and
+	// `partition_key` (a constant, a dynamic path like `$.body.customer`
+	// or a template with `<$.body.customer>` placeholders), Pipes'
+	// KinesisStreamParameters.PartitionKey.
+	Stream       string
+	PartitionKey string
+	// firehose: key `delivery_stream` (the delivery stream's name or ARN).
+	DeliveryStream string
 
 	// rabbitmq: publishes to Exchange ("" is the default exchange) with
 	// RoutingKey (a template); Headers (templates) become AMQP headers;

@@ -90,7 +90,7 @@ func (a awsFlags) apply(specs []config.Pipe) []config.Pipe {
 // and endpoint).
 func isAWSTarget(typ string) bool {
 	switch typ {
-	case "sqs", "sns", "eventbridge", "lambda":
+	case "sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose":
 		return true
 	}
 	return false

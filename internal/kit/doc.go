@@ -2,6 +2,9 @@
 // share and that sit above package pipe: each package under kit imports pipe
 // (for Event, Message or the error classes), and pipe imports none of them.
 //
+//	awsbatch   the AWS batch targets' kit: limits, entry ids, calls,
+//	           per-entry failures and throttling (sqs, sns, eventbridge,
+//	           kinesis, firehose)
 //	awsclient  AWS SDK configuration, SigV4 signing, error classification
 //	batching   entry splitting by count and bytes, payload arrays
 //	httpcore   the HTTP client, status classification and secret masking

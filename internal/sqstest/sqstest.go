@@ -8,6 +8,9 @@
 // test that needs what only one gets right calls EndpointOf and ClientOf
 // with that one. Endpoint and Client mean local-aws-sqs.
 //
+// The package starts the Kinesis Data Streams emulator kinesalite (pinned
+// in .ci/kinesalite) the same way: EndpointOf(t, Kinesalite).
+//
 // Tests fail when a server they ask for cannot be started and the
 // environment variable CI is "true"; elsewhere they are skipped, with one
 // line saying what provides the server (see internal/testenv). Setting
@@ -48,6 +51,10 @@ import (
 // for it) instead of starting one.
 const EnvEndpoint = "PIPES_SQS_ENDPOINT"
 
+// EnvKinesaliteEndpoint names the environment variable that points the
+// tests at an already running kinesalite instead of starting one.
+const EnvKinesaliteEndpoint = "PIPES_KINESALITE_ENDPOINT"
+
 // EnvFauxqsEndpoint names the environment variable that points the tests
 // at an already running fauxqs instead of starting one.
 const EnvFauxqsEndpoint = "PIPES_FAUXQS_ENDPOINT"
@@ -83,7 +90,12 @@ const (
 	Fauxqs Server = "fauxqs"
 )
 
-// All lists every server, in the order Servers runs them.
+// Kinesalite is kinesalite@3.3.3 (.ci/kinesalite), a Kinesis Data Streams
+// emulator (not an SQS server: it is not in All), in memory, with streams
+// ACTIVE at once.
+const Kinesalite Server = "kinesalite"
+
+// All lists every SQS server, in the order Servers runs them.
 var All = []Server{LocalAWSSQS, Fauxqs}
 
 // Servers runs fn as one subtest per server in All, named by the server.
@@ -107,6 +119,7 @@ type kind struct {
 var kinds = map[Server]kind{
 	LocalAWSSQS: {dir: ".ci/sqs", env: EnvEndpoint, marker: "node_modules/local-aws-sqs/package.json"},
 	Fauxqs:      {dir: ".ci/fauxqs", env: EnvFauxqsEndpoint, marker: "node_modules/fauxqs/package.json", node: "node_modules/.bin/node"},
+	Kinesalite:  {dir: ".ci/kinesalite", env: EnvKinesaliteEndpoint, marker: "node_modules/kinesalite/package.json"},
 }
 
 // server is the one process of one server kind in this test binary. It is
@@ -120,7 +133,7 @@ type server struct {
 	stdin    io.WriteCloser
 }
 
-var shared = map[Server]*server{LocalAWSSQS: {}, Fauxqs: {}}
+var shared = map[Server]*server{LocalAWSSQS: {}, Fauxqs: {}, Kinesalite: {}}
 
 // Endpoint is EndpointOf(t, LocalAWSSQS).
 func Endpoint(t testing.TB) string {
@@ -147,11 +160,19 @@ func EndpointOf(t testing.TB, s Server) string {
 	sh.once.Do(func() { sh.endpoint, sh.stdin, sh.err = start(s, k) })
 	if sh.err != nil {
 		testenv.Missing(t, testenv.Service{
-			Name: "the " + string(s) + " test server (an SQS stand-in, from npm)",
+			Name: "the " + string(s) + " test server (" + k.what() + ", from npm)",
 			Fix:  "install Node.js and npm (the tests then run `npm ci` in " + k.dir + " themselves), run `npm ci` in " + k.dir + ", or point " + k.env + " at a running one",
 		}, sh.err)
 	}
 	return sh.endpoint
+}
+
+// what says what the server stands in for.
+func (k kind) what() string {
+	if k.env == EnvKinesaliteEndpoint {
+		return "a Kinesis stand-in"
+	}
+	return "an SQS stand-in"
 }
 
 // start installs the server's packages when needed and starts it.

@@ -1,39 +1,27 @@
 package eventbridge
 
 import (
-	"fmt"
-
+	"github.com/pipesproject/pipes/internal/kit/awsbatch"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
-	"github.com/pipesproject/pipes/pipe"
 )
 
 // EntryError is EventBridge's reason for refusing one entry of a PutEvents
-// call. ErrorCode makes its code the ErrorCode of a dead-lettered item.
-type EntryError struct {
-	// Code is EventBridge's error code, e.g. "ThrottlingException".
-	Code string
-	// Message is EventBridge's explanation.
-	Message string
-}
+// call: its Code (e.g. "ThrottlingException") and Message. ErrorCode makes
+// its code the ErrorCode of a dead-lettered item.
+type EntryError = awsbatch.EntryError
 
-// Error formats the code and the message.
-func (e *EntryError) Error() string { return e.Code + ": " + e.Message }
-
-// ErrorCode returns EventBridge's error code.
-func (e *EntryError) ErrorCode() string { return e.Code }
-
-// entryError classifies a refused entry: ThrottlingException is Throttled,
+// entryCodes classify a refused entry: ThrottlingException is Throttled,
 // InternalException and InternalFailure are retryable, every other code is
 // Permanent.
+var entryCodes = awsbatch.EntryCodes{
+	Throttle:        awsclient.Codes("ThrottlingException"),
+	Retryable:       awsclient.Codes("InternalException", "InternalFailure"),
+	OthersPermanent: true,
+}
+
+// entryError classifies an entry refused with code and message on bus.
 func entryError(code, message, bus string) error {
-	err := fmt.Errorf("EventBridge refused the event for bus %s: %w", bus, &EntryError{Code: code, Message: message})
-	switch code {
-	case "ThrottlingException":
-		return pipe.Throttled(err)
-	case "InternalException", "InternalFailure":
-		return err
-	}
-	return pipe.Permanent(err)
+	return entryCodes.Refused("EventBridge refused the event for bus "+bus, code, message)
 }
 
 // classifier marks a failed call's error: Throttled when EventBridge asked

@@ -32,8 +32,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
+	"github.com/pipesproject/pipes/internal/kit/awsbatch"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
-	"github.com/pipesproject/pipes/internal/kit/batching"
 	"github.com/pipesproject/pipes/internal/kit/param"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
@@ -51,9 +51,7 @@ const (
 	// DefaultBus is the bus events go to when EventBusName is empty.
 	DefaultBus = "default"
 
-	defaultTimeout     = 30 * time.Second
-	defaultMaxParallel = 8
-	timeBytes          = 14
+	timeBytes = 14
 )
 
 // Config says which bus a Target puts events on and how.
@@ -120,19 +118,16 @@ type eventsAPI interface {
 // Target puts events on an EventBridge bus. It is safe for concurrent use:
 // a pipe calls Deliver from many batches at once, sharing one client.
 type Target struct {
-	api         eventsAPI
-	bus         param.Param
-	source      param.Param
-	detailType  param.Param
-	resources   []param.Param
-	time        param.Param
-	endpointID  string
-	vars        template.Vars
-	fromRecord  bool
-	timeout     time.Duration
-	maxParallel int
-	log         *slog.Logger
-	calls       batching.Calls[entry]
+	api        eventsAPI
+	bus        param.Param
+	source     param.Param
+	detailType param.Param
+	resources  []param.Param
+	time       param.Param
+	endpointID string
+	vars       template.Vars
+	fromRecord bool
+	batch      *awsbatch.Batch[types.PutEventsRequestEntry]
 }
 
 var (
@@ -149,15 +144,13 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	awsCfg, ov, err := awsclient.Configure(ctx, awsclient.Client{
+		What: "the EventBridge target", AWSConfig: cfg.AWSConfig,
+		Region: cfg.Region, RegionGuess: awsclient.RegionFromARN(cfg.EventBusName), Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration for the EventBridge target: %w", err)
+		return nil, err
 	}
-	region, ok := awsclient.Region(awsCfg, cfg.Region, awsclient.RegionFromARN(cfg.EventBusName))
-	if !ok {
-		return nil, errors.New("configuring the EventBridge target: no AWS region: set the target's region, AWS_REGION or a profile's region")
-	}
-	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
 	t.api = eventbridge.NewFromConfig(awsCfg, func(o *eventbridge.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return t, nil
 }
@@ -203,41 +196,28 @@ func newTarget(cfg Config) (*Target, error) {
 	if err != nil {
 		problems = append(problems, err)
 	}
-	if cfg.Timeout < 0 {
-		problems = append(problems, fmt.Errorf("timeout %s is negative", cfg.Timeout))
-	}
-	if cfg.MaxParallel < 0 {
-		problems = append(problems, fmt.Errorf("max parallel %d is negative", cfg.MaxParallel))
-	}
+	problems = append(problems, awsbatch.Check(cfg.Timeout, cfg.MaxParallel)...)
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("configuring the EventBridge target: %w", errors.Join(problems...))
 	}
 	t := &Target{
-		bus:         bus,
-		source:      source,
-		detailType:  detailType,
-		resources:   resources,
-		time:        tm,
-		endpointID:  cfg.EndpointID,
-		vars:        cfg.Vars,
-		fromRecord:  cfg.ParamsFromRecord,
-		timeout:     cfg.Timeout,
-		maxParallel: cfg.MaxParallel,
-		log:         cfg.Logger,
+		bus:        bus,
+		source:     source,
+		detailType: detailType,
+		resources:  resources,
+		time:       tm,
+		endpointID: cfg.EndpointID,
+		vars:       cfg.Vars,
+		fromRecord: cfg.ParamsFromRecord,
 	}
-	if t.timeout == 0 {
-		t.timeout = defaultTimeout
-	}
-	if t.maxParallel == 0 {
-		t.maxParallel = defaultMaxParallel
-	}
-	if t.log == nil {
-		t.log = slog.New(slog.DiscardHandler)
-	}
-	t.calls = batching.Calls[entry]{
-		Build: t.entry, Split: batching.SplitBy(MaxBatch, MaxBatchBytes, func(e entry) int { return e.size }),
-		MaxParallel: t.maxParallel, Send: t.send,
-	}
+	t.batch = awsbatch.New(awsbatch.Spec[types.PutEventsRequestEntry]{
+		Service: "EventBridge", Resource: busName, ResourceKey: "bus",
+		Describe: func(n int) string { return fmt.Sprintf("putting %d events on EventBridge", n) },
+		Limits:   awsbatch.Limits{Entries: MaxBatch, Bytes: MaxBatchBytes},
+		Build:    t.entry, Call: t.put,
+		Classifier: classifier, EntrySpecific: entrySpecificCodes,
+		Timeout: cfg.Timeout, MaxParallel: cfg.MaxParallel, Logger: cfg.Logger,
+	})
 	return t, nil
 }
 
@@ -251,11 +231,7 @@ func (t *Target) Close(context.Context) error {
 }
 
 // entry is one event to put and the pipe event it came from.
-type entry struct {
-	ev   int // index in the batch
-	req  types.PutEventsRequestEntry
-	size int
-}
+type entry = awsbatch.Entry[types.PutEventsRequestEntry]
 
 // Deliver puts one EventBridge event per pipe event and blocks until
 // EventBridge has answered every call, a call's timeout has passed or ctx
@@ -267,11 +243,7 @@ type entry struct {
 // every call failed as a whole, Deliver returns that error instead
 // (Throttled when any call was throttled, so that the pipe slows down).
 func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
-	res, err := t.calls.Deliver(ctx, events)
-	if err != nil {
-		return pipe.Result{}, fmt.Errorf("putting %d events on EventBridge: %w", len(events), err)
-	}
-	return res, nil
+	return t.batch.Deliver(ctx, events)
 }
 
 // entry builds the EventBridge event of one pipe event.
@@ -316,7 +288,7 @@ func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
 			req.Time = aws.Time(at)
 		}
 	}
-	return entry{ev: i, req: req, size: size}, nil
+	return entry{Req: req, Size: size}, nil
 }
 
 // DefaultDetailType is the detail-type Pipes gives events put on a bus
@@ -349,43 +321,17 @@ func snippet(p []byte) string {
 	return fmt.Sprintf("%q…", p[:n])
 }
 
-// send makes one PutEvents call for chunk and records each entry's error
-// in errs. A call refused for what may be one entry's fault (validation) is
-// retried one entry per call when it had several, so that one bad entry
-// fails alone.
-func (t *Target) send(ctx context.Context, chunk []entry, errs []error) batching.Outcome {
-	reqs := make([]types.PutEventsRequestEntry, len(chunk))
-	for i, e := range chunk {
-		reqs[i] = e.req
-	}
-	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
-	res, err := t.api.PutEvents(callCtx, &eventbridge.PutEventsInput{Entries: reqs, EndpointId: endpointID(t.endpointID)})
+// put makes one PutEvents call; its result entries answer the request
+// entries by position.
+func (t *Target) put(ctx context.Context, reqs []types.PutEventsRequestEntry) (awsbatch.Reply, error) {
+	res, err := t.api.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: reqs, EndpointId: endpointID(t.endpointID)})
 	if err != nil {
-		err = classifier.Classify(err)
-		if len(chunk) > 1 && awsclient.EntrySpecific(err, entrySpecificCodes) && ctx.Err() == nil {
-			return t.calls.OneByOne(ctx, chunk, errs)
-		}
-		for _, e := range chunk {
-			errs[e.ev] = fmt.Errorf("putting %d events on EventBridge: %w", len(chunk), err)
-		}
-		return batching.Outcome{CallErr: err}
+		return awsbatch.Reply{}, err
 	}
-	// Result entries answer request entries by position.
-	var o batching.Outcome
-	for i, e := range chunk {
-		if i >= len(res.Entries) {
-			o.EntryFailed = true
-			errs[e.ev] = fmt.Errorf("putting an event on EventBridge: the answer has %d entries for %d events", len(res.Entries), len(chunk))
-			continue
-		}
-		r := res.Entries[i]
+	return awsbatch.ByPosition(len(reqs), res.Entries, func(i int, r types.PutEventsResultEntry) error {
 		if code := aws.ToString(r.ErrorCode); code != "" {
-			o.EntryFailed = true
-			errs[e.ev] = entryError(code, aws.ToString(r.ErrorMessage), aws.ToString(e.req.EventBusName))
-			continue
+			return entryError(code, aws.ToString(r.ErrorMessage), aws.ToString(reqs[i].EventBusName))
 		}
-		o.Sent = true
-	}
-	return o
+		return nil
+	}), nil
 }

@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -36,8 +35,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 
+	"github.com/pipesproject/pipes/internal/kit/awsbatch"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
-	"github.com/pipesproject/pipes/internal/kit/batching"
 	"github.com/pipesproject/pipes/internal/kit/param"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
@@ -54,9 +53,6 @@ const (
 	// MaxAttributes is the most message attributes the target sends per
 	// message (what SNS delivers to SQS subscribers).
 	MaxAttributes = 10
-
-	defaultTimeout     = 30 * time.Second
-	defaultMaxParallel = 8
 )
 
 // Config says which topic a Target publishes to and how.
@@ -110,14 +106,10 @@ type snsAPI interface {
 // Target publishes events to one SNS topic. It is safe for concurrent use: a
 // pipe calls Deliver from many batches at once, sharing one client.
 type Target struct {
-	api         snsAPI
-	topicARN    string
-	fifo        bool
-	group       param.MessageGroup
-	timeout     time.Duration
-	maxParallel int
-	log         *slog.Logger
-	calls       batching.Calls[entry]
+	api      snsAPI
+	topicARN string
+	group    param.MessageGroup
+	batch    *awsbatch.Batch[types.PublishBatchRequestEntry]
 }
 
 var (
@@ -133,15 +125,13 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	awsCfg, ov, err := awsclient.Configure(ctx, awsclient.Client{
+		What: "the SNS target " + cfg.TopicARN, AWSConfig: cfg.AWSConfig,
+		Region: cfg.Region, RegionGuess: awsclient.RegionFromARN(cfg.TopicARN), Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration for the SNS target %s: %w", cfg.TopicARN, err)
+		return nil, err
 	}
-	region, ok := awsclient.Region(awsCfg, cfg.Region, awsclient.RegionFromARN(cfg.TopicARN))
-	if !ok {
-		return nil, fmt.Errorf("configuring the SNS target %s: no AWS region: set the target's region, AWS_REGION or a profile's region", cfg.TopicARN)
-	}
-	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
 	t.api = sns.NewFromConfig(awsCfg, func(o *sns.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return t, nil
 }
@@ -170,42 +160,25 @@ func newTarget(cfg Config) (*Target, error) {
 	if !fifo && cfg.MessageDeduplicationID != "" {
 		problems = append(problems, errors.New("a message deduplication id is only for FIFO topics (ARN ending in .fifo)"))
 	}
-	if cfg.Timeout < 0 {
-		problems = append(problems, fmt.Errorf("timeout %s is negative", cfg.Timeout))
-	}
-	if cfg.MaxParallel < 0 {
-		problems = append(problems, fmt.Errorf("max parallel %d is negative", cfg.MaxParallel))
-	}
+	problems = append(problems, awsbatch.Check(cfg.Timeout, cfg.MaxParallel)...)
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("configuring the SNS target %s: %w", cfg.TopicARN, errors.Join(problems...))
 	}
 	t := &Target{
 		topicARN: cfg.TopicARN,
-		fifo:     fifo,
 		group: param.MessageGroup{
 			Group: group, Dedup: dedup, Vars: cfg.Vars,
 			FromRecord: cfg.ParamsFromRecord, FIFO: fifo, Kind: "topic",
 		},
-		timeout:     cfg.Timeout,
-		maxParallel: cfg.MaxParallel,
-		log:         cfg.Logger,
 	}
-	if t.timeout == 0 {
-		t.timeout = defaultTimeout
-	}
-	if t.maxParallel == 0 {
-		t.maxParallel = defaultMaxParallel
-	}
-	if t.fifo {
-		t.maxParallel = 1
-	}
-	if t.log == nil {
-		t.log = slog.New(slog.DiscardHandler)
-	}
-	t.calls = batching.Calls[entry]{
-		Build: t.entry, Split: batching.SplitBy(MaxBatch, MaxBatchBytes, func(e entry) int { return e.size }),
-		MaxParallel: t.maxParallel, Ordered: t.fifo, Send: t.send, Skip: t.skip,
-	}
+	t.batch = awsbatch.New(awsbatch.Spec[types.PublishBatchRequestEntry]{
+		Service: "SNS", Resource: cfg.TopicARN, ResourceKey: "topic",
+		Describe: func(n int) string { return fmt.Sprintf("publishing %d messages to %s", n, cfg.TopicARN) },
+		Limits:   awsbatch.Limits{Entries: MaxBatch, Bytes: MaxBatchBytes},
+		Build:    t.entry, Call: t.publish,
+		Classifier: classifier, EntrySpecific: entrySpecificCodes,
+		Timeout: cfg.Timeout, MaxParallel: cfg.MaxParallel, Ordered: fifo, Logger: cfg.Logger,
+	})
 	return t, nil
 }
 
@@ -222,11 +195,7 @@ func (t *Target) Close(context.Context) error {
 }
 
 // entry is one message to send and the event it came from.
-type entry struct {
-	ev   int // index in the batch
-	msg  types.PublishBatchRequestEntry
-	size int
-}
+type entry = awsbatch.Entry[types.PublishBatchRequestEntry]
 
 // Deliver publishes one message per event and blocks until SNS has answered
 // every call, a call's timeout has passed or ctx is done. An empty batch
@@ -238,19 +207,7 @@ type entry struct {
 // whole, Deliver returns that error instead (Throttled when any call was
 // throttled, so that the pipe slows down).
 func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
-	res, err := t.calls.Deliver(ctx, events)
-	if err != nil {
-		return pipe.Result{}, fmt.Errorf("publishing %d messages to %s: %w", len(events), t.topicARN, err)
-	}
-	return res, nil
-}
-
-// skip fails entries not sent because an earlier call of their FIFO
-// batch failed.
-func (t *Target) skip(rest []entry, errs []error) {
-	for _, e := range rest {
-		errs[e.ev] = fmt.Errorf("not sent to %s: an earlier message of this FIFO batch failed", t.topicARN)
-	}
+	return t.batch.Deliver(ctx, events)
 }
 
 // messageAttribute converts an event's attribute to SNS's.
@@ -260,61 +217,22 @@ func messageAttribute(a pipe.MessageAttribute) types.MessageAttributeValue {
 
 // entry builds the message of one event.
 func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
-	e := entry{ev: i, msg: types.PublishBatchRequestEntry{
-		Id:      aws.String(strconv.Itoa(i)),
-		Message: aws.String(string(ev.Payload)),
-	}}
-	e.size = len(ev.Payload)
-	var attrSize int
-	e.msg.MessageAttributes, attrSize = awsclient.MessageAttributes(ev.Attributes, MaxAttributes, messageAttribute)
-	e.size += attrSize
-	group, dedup, err := t.group.Render(ev)
-	if err != nil {
-		return entry{}, err
-	}
-	if group != "" {
-		e.msg.MessageGroupId = aws.String(group)
-	}
-	if dedup != "" {
-		e.msg.MessageDeduplicationId = aws.String(dedup)
-	}
-	return e, nil
+	m, err := awsbatch.NewMessage(ev, t.group, MaxAttributes, messageAttribute)
+	return entry{Req: types.PublishBatchRequestEntry{
+		Id: aws.String(awsbatch.ID(i)), Message: m.Body, MessageAttributes: m.Attributes,
+		MessageGroupId: m.Group, MessageDeduplicationId: m.Dedup,
+	}, Size: m.Size}, err
 }
 
-// send makes one PublishBatch call for chunk and records each entry's
-// error in errs. A call refused for what may be one entry's fault (an
-// invalid parameter or message, a batch too long) is retried one entry per
-// call when it had several, so that one bad entry fails alone.
-func (t *Target) send(ctx context.Context, chunk []entry, errs []error) batching.Outcome {
-	msgs := make([]types.PublishBatchRequestEntry, len(chunk))
-	for i, e := range chunk {
-		msgs[i] = e.msg
-	}
-	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
-	res, err := t.api.PublishBatch(callCtx, &sns.PublishBatchInput{TopicArn: aws.String(t.topicARN), PublishBatchRequestEntries: msgs})
+// publish makes one PublishBatch call and reads which entries SNS took.
+func (t *Target) publish(ctx context.Context, msgs []types.PublishBatchRequestEntry) (awsbatch.Reply, error) {
+	res, err := t.api.PublishBatch(ctx, &sns.PublishBatchInput{TopicArn: aws.String(t.topicARN), PublishBatchRequestEntries: msgs})
 	if err != nil {
-		err = classifier.Classify(err)
-		if len(chunk) > 1 && awsclient.EntrySpecific(err, entrySpecificCodes) && ctx.Err() == nil {
-			return t.calls.OneByOne(ctx, chunk, errs)
-		}
-		for _, e := range chunk {
-			errs[e.ev] = fmt.Errorf("publishing %d messages to %s: %w", len(chunk), t.topicARN, err)
-		}
-		return batching.Outcome{CallErr: err}
+		return awsbatch.Reply{}, err
 	}
-	return batching.ByID(chunk, entry.id,
+	ids := awsbatch.IDs(msgs, func(m types.PublishBatchRequestEntry) *string { return m.Id })
+	return awsbatch.ByID(ids,
 		res.Successful, func(s types.PublishBatchResultEntry) string { return aws.ToString(s.Id) },
 		res.Failed, func(f types.BatchResultErrorEntry) string { return aws.ToString(f.Id) },
-		func(e entry, f types.BatchResultErrorEntry) { errs[e.ev] = entryError(f, t.topicARN) },
-		func(id string) {
-			t.log.Warn("SNS answered a failure for an entry that was not published", "topic", t.topicARN, "entry", id)
-		},
-		// An entry in neither list is not known to be published: fail it, retryable.
-		func(e entry) {
-			errs[e.ev] = fmt.Errorf("publishing a message to %s: SNS's answer does not mention entry %s", t.topicARN, e.id())
-		})
+		func(f types.BatchResultErrorEntry) error { return entryError(f, t.topicARN) }), nil
 }
-
-// id is the entry's id in its call.
-func (e entry) id() string { return aws.ToString(e.msg.Id) }

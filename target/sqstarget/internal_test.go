@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipesproject/pipes/internal/kit/awsbatch"
+
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -13,7 +15,7 @@ func sizes(chunks [][]entry) [][]int {
 	out := make([][]int, len(chunks))
 	for i, c := range chunks {
 		for _, e := range c {
-			out[i] = append(out[i], e.size)
+			out[i] = append(out[i], e.Size)
 		}
 	}
 	return out
@@ -35,9 +37,9 @@ func TestSplitKeepsCallsWithinTenEntriesAndTheByteLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var es []entry
 			for i, s := range tt.sizes {
-				es = append(es, entry{ev: i, size: s})
+				es = append(es, entry{Ev: i, Size: s})
 			}
-			got := sizes(split(es))
+			got := sizes(awsbatch.Split(es, limits))
 			if got == nil {
 				got = [][]int{}
 			}

@@ -107,15 +107,15 @@ func (t *Target) offload(ctx context.Context, events []*pipe.Event) (ptrs []*off
 // message: the pointer body, the event's attributes (nine at most) and
 // ExtendedPayloadSize.
 func pointerEntry(e entry, ev *pipe.Event, p *offloaded) entry {
-	e.msg.MessageBody = aws.String(p.body)
+	e.Req.MessageBody = aws.String(p.body)
 	attrs, attrSize := awsclient.MessageAttributes(ev.Attributes, MaxAttributes-1, messageAttribute)
 	if attrs == nil {
 		attrs = map[string]types.MessageAttributeValue{}
 	}
 	size := strconv.Itoa(p.size)
 	attrs[s3payload.AttrPayloadSize] = types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(size)}
-	e.msg.MessageAttributes = attrs
-	e.size = len(p.body) + attrSize + len(s3payload.AttrPayloadSize) + len("Number") + len(size)
+	e.Req.MessageAttributes = attrs
+	e.Size = len(p.body) + attrSize + len(s3payload.AttrPayloadSize) + len("Number") + len(size)
 	return e
 }
 

@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -39,8 +38,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/pipesproject/pipes/internal/kit/awsbatch"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
-	"github.com/pipesproject/pipes/internal/kit/batching"
 	tparam "github.com/pipesproject/pipes/internal/kit/param"
 	"github.com/pipesproject/pipes/internal/sqsname"
 	"github.com/pipesproject/pipes/pipe"
@@ -57,10 +56,10 @@ const (
 	MaxBatchBytes = 256 << 10
 	// MaxAttributes is the most message attributes SQS takes per message.
 	MaxAttributes = 10
-
-	defaultTimeout     = 30 * time.Second
-	defaultMaxParallel = 8
 )
+
+// limits are SendMessageBatch's.
+var limits = awsbatch.Limits{Entries: MaxBatch, Bytes: MaxBatchBytes}
 
 // Config says which queue a Target sends to and how.
 type Config struct {
@@ -118,12 +117,10 @@ type sqsAPI interface {
 type Target struct {
 	api         sqsAPI
 	queueURL    string
-	fifo        bool
 	group       tparam.MessageGroup
-	timeout     time.Duration
-	maxParallel int
-	log         *slog.Logger
-	calls       batching.Calls[entry]
+	timeout     time.Duration // of each call, S3 uploads included
+	maxParallel int           // calls and uploads in flight per Deliver
+	batch       *awsbatch.Batch[types.SendMessageBatchRequestEntry]
 	off         *Offload // nil: payloads are sent as they are
 }
 
@@ -140,15 +137,13 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	awsCfg, ov, err := awsclient.Configure(ctx, awsclient.Client{
+		What: "the SQS target " + cfg.QueueURL, AWSConfig: cfg.AWSConfig,
+		Region: cfg.Region, RegionGuess: sqsname.RegionOfURL(cfg.QueueURL), Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration for the SQS target %s: %w", cfg.QueueURL, err)
+		return nil, err
 	}
-	region, ok := awsclient.Region(awsCfg, cfg.Region, sqsname.RegionOfURL(cfg.QueueURL))
-	if !ok {
-		return nil, fmt.Errorf("configuring the SQS target %s: no AWS region: set the target's region, AWS_REGION or a profile's region", cfg.QueueURL)
-	}
-	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
 	t.api = sqs.NewFromConfig(awsCfg, func(o *sqs.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return t, nil
 }
@@ -178,12 +173,7 @@ func newTarget(cfg Config) (*Target, error) {
 	if !fifo && cfg.MessageDeduplicationID != "" {
 		problems = append(problems, errors.New("a message deduplication id is only for FIFO queues (URL ending in .fifo)"))
 	}
-	if cfg.Timeout < 0 {
-		problems = append(problems, fmt.Errorf("timeout %s is negative", cfg.Timeout))
-	}
-	if cfg.MaxParallel < 0 {
-		problems = append(problems, fmt.Errorf("max parallel %d is negative", cfg.MaxParallel))
-	}
+	problems = append(problems, awsbatch.Check(cfg.Timeout, cfg.MaxParallel)...)
 	if cfg.Offload != nil {
 		if err := cfg.Offload.check(); err != nil {
 			problems = append(problems, err)
@@ -194,32 +184,20 @@ func newTarget(cfg Config) (*Target, error) {
 	}
 	t := &Target{
 		queueURL: cfg.QueueURL,
-		fifo:     fifo,
 		group: tparam.MessageGroup{
 			Group: group.Param, Dedup: dedup.Param, Vars: cfg.Vars,
 			FromRecord: cfg.ParamsFromRecord, FIFO: fifo, Kind: "queue",
 		},
-		timeout:     cfg.Timeout,
-		maxParallel: cfg.MaxParallel,
-		log:         cfg.Logger,
-		off:         cfg.Offload,
+		off: cfg.Offload,
 	}
-	if t.timeout == 0 {
-		t.timeout = defaultTimeout
-	}
-	if t.maxParallel == 0 {
-		t.maxParallel = defaultMaxParallel
-	}
-	if t.fifo {
-		t.maxParallel = 1
-	}
-	if t.log == nil {
-		t.log = slog.New(slog.DiscardHandler)
-	}
-	t.calls = batching.Calls[entry]{
-		Build: t.entry, Split: split,
-		MaxParallel: t.maxParallel, Ordered: t.fifo, Send: t.send, Skip: t.skip,
-	}
+	t.batch = awsbatch.New(awsbatch.Spec[types.SendMessageBatchRequestEntry]{
+		Service: "SQS", Resource: cfg.QueueURL, ResourceKey: "queue",
+		Describe: func(n int) string { return fmt.Sprintf("sending %d messages to %s", n, cfg.QueueURL) },
+		Limits:   limits, Build: t.entry, Call: t.send,
+		Classifier: classifier, EntrySpecific: entrySpecificCodes,
+		Timeout: cfg.Timeout, MaxParallel: cfg.MaxParallel, Ordered: fifo, Logger: cfg.Logger,
+	})
+	t.timeout, t.maxParallel = t.batch.Timeout(), t.batch.MaxParallel()
 	return t, nil
 }
 
@@ -236,11 +214,7 @@ func (t *Target) Close(context.Context) error {
 }
 
 // entry is one message to send and the event it came from.
-type entry struct {
-	ev   int // index in the batch
-	msg  types.SendMessageBatchRequestEntry
-	size int
-}
+type entry = awsbatch.Entry[types.SendMessageBatchRequestEntry]
 
 // Deliver sends one message per event and blocks until SQS has answered
 // every call, a call's timeout has passed or ctx is done. An empty batch
@@ -252,33 +226,20 @@ type entry struct {
 // whole, Deliver returns that error instead (Throttled when any call was
 // throttled, so that the pipe slows down).
 func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
-	calls := t.calls
-	if t.off != nil {
-		ptrs, errs := t.offload(ctx, events)
-		calls.Build = func(i int, ev *pipe.Event) (entry, error) {
-			if errs[i] != nil {
-				return entry{}, errs[i]
-			}
-			e, err := t.entry(i, ev)
-			if err != nil || ptrs[i] == nil {
-				return e, err
-			}
-			return pointerEntry(e, ev, ptrs[i]), nil
+	if t.off == nil {
+		return t.batch.Deliver(ctx, events)
+	}
+	ptrs, errs := t.offload(ctx, events)
+	return t.batch.DeliverBuilt(ctx, events, func(i int, ev *pipe.Event) (entry, error) {
+		if errs[i] != nil {
+			return entry{}, errs[i]
 		}
-	}
-	res, err := calls.Deliver(ctx, events)
-	if err != nil {
-		return pipe.Result{}, fmt.Errorf("sending %d messages to %s: %w", len(events), t.queueURL, err)
-	}
-	return res, nil
-}
-
-// skip fails entries not sent because an earlier call of their FIFO
-// batch failed.
-func (t *Target) skip(rest []entry, errs []error) {
-	for _, e := range rest {
-		errs[e.ev] = fmt.Errorf("not sent to %s: an earlier message of this FIFO batch failed", t.queueURL)
-	}
+		e, err := t.entry(i, ev)
+		if err != nil || ptrs[i] == nil {
+			return e, err
+		}
+		return pointerEntry(e, ev, ptrs[i]), nil
+	})
 }
 
 // messageAttribute converts an event's attribute to SQS's.
@@ -288,67 +249,22 @@ func messageAttribute(a pipe.MessageAttribute) types.MessageAttributeValue {
 
 // entry builds the message of one event.
 func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
-	e := entry{ev: i, msg: types.SendMessageBatchRequestEntry{
-		Id:          aws.String(strconv.Itoa(i)),
-		MessageBody: aws.String(string(ev.Payload)),
-	}}
-	e.size = len(ev.Payload)
-	var attrSize int
-	e.msg.MessageAttributes, attrSize = awsclient.MessageAttributes(ev.Attributes, MaxAttributes, messageAttribute)
-	e.size += attrSize
-	group, dedup, err := t.group.Render(ev)
-	if err != nil {
-		return entry{}, err
-	}
-	if group != "" {
-		e.msg.MessageGroupId = aws.String(group)
-	}
-	if dedup != "" {
-		e.msg.MessageDeduplicationId = aws.String(dedup)
-	}
-	return e, nil
+	m, err := awsbatch.NewMessage(ev, t.group, MaxAttributes, messageAttribute)
+	return entry{Req: types.SendMessageBatchRequestEntry{
+		Id: aws.String(awsbatch.ID(i)), MessageBody: m.Body, MessageAttributes: m.Attributes,
+		MessageGroupId: m.Group, MessageDeduplicationId: m.Dedup,
+	}, Size: m.Size}, err
 }
 
-// split cuts entries into calls of at most MaxBatch entries and
-// MaxBatchBytes; an entry larger than that goes alone.
-func split(entries []entry) [][]entry {
-	return batching.Split(entries, MaxBatch, MaxBatchBytes, func(e entry) int { return e.size })
-}
-
-// send makes one SendMessageBatch call for chunk and records each entry's
-// error in errs. A call refused for what may be one entry's fault (an
-// invalid parameter or message, a batch too long) is retried one entry per
-// call when it had several, so that one bad entry fails alone.
-func (t *Target) send(ctx context.Context, chunk []entry, errs []error) batching.Outcome {
-	msgs := make([]types.SendMessageBatchRequestEntry, len(chunk))
-	for i, e := range chunk {
-		msgs[i] = e.msg
-	}
-	callCtx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
-	res, err := t.api.SendMessageBatch(callCtx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(t.queueURL), Entries: msgs})
+// send makes one SendMessageBatch call and reads which entries SQS took.
+func (t *Target) send(ctx context.Context, msgs []types.SendMessageBatchRequestEntry) (awsbatch.Reply, error) {
+	res, err := t.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(t.queueURL), Entries: msgs})
 	if err != nil {
-		err = classifier.Classify(err)
-		if len(chunk) > 1 && awsclient.EntrySpecific(err, entrySpecificCodes) && ctx.Err() == nil {
-			return t.calls.OneByOne(ctx, chunk, errs)
-		}
-		for _, e := range chunk {
-			errs[e.ev] = fmt.Errorf("sending %d messages to %s: %w", len(chunk), t.queueURL, err)
-		}
-		return batching.Outcome{CallErr: err}
+		return awsbatch.Reply{}, err
 	}
-	return batching.ByID(chunk, entry.id,
+	ids := awsbatch.IDs(msgs, func(m types.SendMessageBatchRequestEntry) *string { return m.Id })
+	return awsbatch.ByID(ids,
 		res.Successful, func(s types.SendMessageBatchResultEntry) string { return aws.ToString(s.Id) },
 		res.Failed, func(f types.BatchResultErrorEntry) string { return aws.ToString(f.Id) },
-		func(e entry, f types.BatchResultErrorEntry) { errs[e.ev] = entryError(f, t.queueURL) },
-		func(id string) {
-			t.log.Warn("SQS answered a failure for an entry that was not sent", "queue", t.queueURL, "entry", id)
-		},
-		// An entry in neither list is not known to be sent: fail it, retryable.
-		func(e entry) {
-			errs[e.ev] = fmt.Errorf("sending a message to %s: SQS's answer does not mention entry %s", t.queueURL, e.id())
-		})
+		func(f types.BatchResultErrorEntry) error { return entryError(f, t.queueURL) }), nil
 }
-
-// id is the entry's id in its call.
-func (e entry) id() string { return aws.ToString(e.msg.Id) }

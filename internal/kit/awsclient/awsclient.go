@@ -6,6 +6,7 @@ package awsclient
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -125,4 +126,36 @@ func CloseIdleConnections(httpClient any) {
 	if h, ok := httpClient.(interface{ CloseIdleConnections() }); ok {
 		h.CloseIdleConnections()
 	}
+}
+
+// Client says how a target builds its AWS SDK client: Configure turns it
+// into the aws.Config and the Overrides to build the service's client
+// from.
+type Client struct {
+	// What names the target in errors: "the Kinesis target orders".
+	What string
+	// AWSConfig is the configuration to start from; nil loads the default
+	// (see Load).
+	AWSConfig *aws.Config
+	// Region overrides the configuration's; RegionGuess is used when the
+	// configuration has none (a resource ARN's region).
+	Region, RegionGuess string
+	// Endpoint, OnCall and Logger are the Overrides'.
+	Endpoint string
+	OnCall   func(operation string)
+	Logger   *slog.Logger
+}
+
+// Configure loads c's AWS configuration and picks its region. It does no
+// network I/O. Its errors say what c.What was doing.
+func Configure(ctx context.Context, c Client) (aws.Config, Overrides, error) {
+	awsCfg, err := Load(ctx, c.AWSConfig)
+	if err != nil {
+		return aws.Config{}, Overrides{}, fmt.Errorf("loading the AWS configuration for %s: %w", c.What, err)
+	}
+	region, ok := Region(awsCfg, c.Region, c.RegionGuess)
+	if !ok {
+		return aws.Config{}, Overrides{}, fmt.Errorf("configuring %s: no AWS region: set the target's region, AWS_REGION or a profile's region", c.What)
+	}
+	return awsCfg, Overrides{Region: region, Endpoint: c.Endpoint, OnCall: c.OnCall, Logger: c.Logger}, nil
 }

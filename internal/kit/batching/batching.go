@@ -1,5 +1,5 @@
-// Package batching holds what pipes' batch-call targets (SQS, SNS,
-// EventBridge) share: cutting a batch's entries into calls by count and
+// Package batching holds what pipes' batch-call targets share (the AWS
+// ones through internal/kit/awsbatch): cutting a batch's entries into calls by count and
 // bytes, making the calls in order or in parallel, retrying a refused call
 // one entry at a time, and turning per-event errors into item failures.
 package batching
