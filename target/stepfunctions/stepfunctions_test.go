@@ -157,7 +157,7 @@ func TestASyncExecutionsOutputDecidesTheItems(t *testing.T) {
 				return []byte(`{"batchItemFailures":[{"itemIdentifier":"m2"}]}`), "", ""
 			}, failed: []string{"m2"}},
 		{name: "a failed execution fails the whole batch, retryably",
-			run: func([]byte) ([]byte, string, string) { return nil, "States.TaskFailed", "the order service said no" },
+			run:      func([]byte) ([]byte, string, string) { return nil, "States.TaskFailed", "the order service said no" },
 			batchErr: true, code: "States.TaskFailed"},
 		{name: "a malformed partial batch answer fails the whole batch",
 			run: func([]byte) ([]byte, string, string) {
