@@ -7,12 +7,11 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/enrich"
 	"github.com/pipesproject/pipes/filter"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/target/stepfunctions"
 	"github.com/pipesproject/pipes/template"
 )
 
@@ -130,8 +129,7 @@ func checkEnrichment(e *config.Enrichment) config.Errors {
 			bad("function_name", "function_name is required for a lambda enrichment")
 		}
 	case "stepfunctions":
-		offline := &aws.Config{Region: "us-east-1"}
-		if _, err := enrich.NewStepFunctions(context.Background(), enrich.StepFunctionsConfig{StateMachineARN: e.StateMachineARN, Region: e.Region, AWSConfig: offline}); err != nil {
+		if err := stepfunctions.CheckARN(e.StateMachineARN); err != nil {
 			bad("state_machine_arn", err.Error())
 		}
 	default:

@@ -564,9 +564,10 @@ func (d *decoder) target(b *block) Target {
 	t.Resources = b.strings("resources", 10)
 	t.Time = b.str("time")
 	t.FunctionName = b.str("function_name")
-	if t.Type == "stepfunctions" {
+	switch t.Type {
+	case "stepfunctions":
 		t.InvocationType = b.enum("invocation_type", "REQUEST_RESPONSE", "REQUEST_RESPONSE", "FIRE_AND_FORGET")
-	} else {
+	case "", "lambda":
 		t.InvocationType = b.enum("invocation_type", "", "RequestResponse", "Event")
 	}
 	if t.Type == "lambda" && t.InvocationType == "" {

@@ -73,6 +73,9 @@ func NewStepFunctions(ctx context.Context, cfg StepFunctionsConfig) (*StepFuncti
 	if cfg.StateMachineARN == "" {
 		return nil, errors.New("configuring the stepfunctions enrichment: state_machine_arn is required")
 	}
+	if err := stepfunctions.CheckARN(cfg.StateMachineARN); err != nil {
+		return nil, fmt.Errorf("configuring the stepfunctions enrichment: %w", err)
+	}
 	sm, err := stepfunctions.New(ctx, stepfunctions.Config{
 		StateMachineARN: cfg.StateMachineARN, InvocationType: stepfunctions.RequestResponse,
 		Region: cfg.Region, Endpoint: cfg.Endpoint, Timeout: cfg.Timeout,

@@ -147,16 +147,25 @@ func (e *ExecutionError) ErrorCode() string {
 // optional version or alias qualifier.
 var stateMachineARN = regexp.MustCompile(`^arn:aws[a-z-]*:states:[a-z0-9-]+:[0-9]{12}:stateMachine:[A-Za-z0-9_-]{1,80}(:[A-Za-z0-9_-]{1,80})?$`)
 
+// CheckARN reports what is wrong with a state machine ARN, nil when
+// nothing is. It does no I/O.
+func CheckARN(arn string) error {
+	switch {
+	case arn == "":
+		return errors.New("state machine arn is required")
+	case !stateMachineARN.MatchString(arn):
+		return fmt.Errorf("state machine arn %q is not a state machine ARN like arn:aws:states:us-east-1:123456789012:stateMachine:orders", arn)
+	}
+	return nil
+}
+
 // New checks cfg and builds the Step Functions client. It does no network
 // I/O (loading the default AWS config reads environment and files only): a
 // state machine that does not exist is reported by Deliver.
 func New(ctx context.Context, cfg Config) (*Target, error) {
 	var problems []error
-	switch {
-	case cfg.StateMachineARN == "":
-		problems = append(problems, errors.New("state machine arn is required"))
-	case !stateMachineARN.MatchString(cfg.StateMachineARN):
-		problems = append(problems, fmt.Errorf("state machine arn %q is not a state machine ARN like arn:aws:states:us-east-1:123456789012:stateMachine:orders", cfg.StateMachineARN))
+	if err := CheckARN(cfg.StateMachineARN); err != nil {
+		problems = append(problems, err)
 	}
 	sync := true
 	switch cfg.InvocationType {
