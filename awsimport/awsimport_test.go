@@ -45,6 +45,8 @@ func fakeEnv(name string) (string, bool) {
 		return "https://sqs.us-east-1.amazonaws.com/123456789012/q", true
 	case strings.HasSuffix(name, "_URL"):
 		return "https://api.example.com/x", true
+	case strings.HasSuffix(name, "FLOW_ARN"): // a state machine's, in the goldens
+		return "arn:aws:states:us-east-1:123456789012:stateMachine:flow", true
 	case strings.HasSuffix(name, "_HOST"):
 		return "broker.example.com", true
 	case strings.HasSuffix(name, "_SCHEME"), strings.HasSuffix(name, "_PORT"):
