@@ -498,3 +498,46 @@ Resources:
 		})
 	}
 }
+
+// A STANDARD workflow run synchronously (an enrichment, a
+// REQUEST_RESPONSE target: Pipes' default) is imported with a note, since
+// Step Functions refuses StartSyncExecution for it; an EXPRESS one, or a
+// FIRE_AND_FORGET target, gets none.
+func TestAStandardWorkflowRunSynchronouslyIsNoted(t *testing.T) {
+	for _, tt := range []struct {
+		name, kind, role, params string
+		noted                    bool
+	}{
+		{"a standard enrichment", "STANDARD", "Enrichment", "", true},
+		{"an enrichment of the default type, standard", "", "Enrichment", "", true},
+		{"an express enrichment", "EXPRESS", "Enrichment", "", false},
+		{"a standard target of the default invocation type", "STANDARD", "Target", "", true},
+		{"a standard fire-and-forget target", "STANDARD", "Target", "StepFunctionStateMachineParameters: {InvocationType: FIRE_AND_FORGET}", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			target := "!GetAtt Q.Arn"
+			enrichment := "!Ref Flow"
+			if tt.role == "Target" {
+				target, enrichment = "!Ref Flow", `""`
+			}
+			doc := fmt.Sprintf(`Resources:
+  Q: {Type: AWS::SQS::Queue, Properties: {QueueName: q}}
+  Flow: {Type: AWS::StepFunctions::StateMachine, Properties: {StateMachineName: flow, StateMachineType: %q}}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt Q.Arn
+      Enrichment: %s
+      Target: %s
+      TargetParameters: {%s}
+`, tt.kind, enrichment, target, tt.params)
+			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(report(res), "STANDARD workflow"); got != tt.noted || len(res.Pipes) != 1 {
+				t.Errorf("noted %v, want %v; %d pipes:\n%s", got, tt.noted, len(res.Pipes), report(res))
+			}
+		})
+	}
+}

@@ -341,6 +341,7 @@ func (m *mapper) enrichment(props map[string]any) *omap {
 		o.set("type", "stepfunctions")
 		o.set("state_machine_arn", m.stateMachineARN(e, path))
 		m.setRegion(o, e)
+		m.standardWorkflow(e, path, "an enrichment")
 	case "apidest", "apigw":
 		o.set("type", "http")
 		m.http(o, e, mapping(ep["HttpParameters"]), m.at("EnrichmentParameters", "HttpParameters"), false)
@@ -357,6 +358,18 @@ func (m *mapper) enrichment(props map[string]any) *omap {
 		}
 	}
 	return o
+}
+
+// standardWorkflow notes a state machine of the file that is a STANDARD
+// workflow (CloudFormation's default) where it is run synchronously, which
+// only EXPRESS workflows allow: Step Functions refuses each call.
+func (m *mapper) standardWorkflow(e endpoint, path, role string) {
+	if e.res == nil {
+		return
+	}
+	if t := m.r.prop(e.res, "StateMachineType", "Resources."+e.logical); t == "" || t == "STANDARD" {
+		m.note(path, "the state machine %s is a STANDARD workflow, which Step Functions does not run synchronously as %s: every call will fail (make it EXPRESS, or use invocation_type: FIRE_AND_FORGET for a target)", e.logical, role)
+	}
 }
 
 // stateMachineARN is a state machine's ARN: from the template's resource,
@@ -612,6 +625,7 @@ func (m *mapper) target(props map[string]any) *omap {
 		sp := mapping(tp["StepFunctionStateMachineParameters"])
 		switch it := m.r.str(sp["InvocationType"], tpath+".StepFunctionStateMachineParameters.InvocationType"); it {
 		case "", "REQUEST_RESPONSE": // pipes' default, as Pipes'
+			m.standardWorkflow(e, path, "a REQUEST_RESPONSE target")
 		case "FIRE_AND_FORGET":
 			o.set("invocation_type", it)
 		default:
