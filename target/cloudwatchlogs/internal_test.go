@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipesproject/pipes/internal/kit/batching"
+	"github.com/pipesproject/pipes/pipe"
 )
 
 func TestSplitKeepsEachCallWithinPutLogEventsLimits(t *testing.T) {
@@ -74,6 +77,70 @@ func BenchmarkSplit(b *testing.B) {
 		copy(es, base)
 		if len(split(es)) == 0 {
 			b.Fatal("no calls")
+		}
+	}
+}
+
+// FuzzSplit checks split's calls against PutLogEvents' rules for any
+// batch: every entry in exactly one call, one stream a call, timestamps in
+// order, at most MaxBatch events and MaxBatchBytes bytes (an entry alone
+// may be as large as the limit allows), a span under 24 hours.
+func FuzzSplit(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 200, 7, 7, 9})
+	f.Add([]byte{255, 255, 255, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var es []entry
+		for i := 0; i+2 < len(data); i += 3 {
+			es = append(es, entry{
+				ev:     len(es),
+				stream: "s" + strconv.Itoa(int(data[i]%3)),
+				ts:     int64(data[i+1]) * int64(data[i+1]) * 3_600_000 / 200,
+				msg:    strings.Repeat("x", 1+int(data[i+2])*4000),
+			})
+		}
+		n := len(es)
+		chunks := split(es)
+		seen := 0
+		for _, c := range chunks {
+			seen += len(c)
+			bytes := 0
+			for i, e := range c {
+				bytes += e.size()
+				if e.stream != c[0].stream || i > 0 && e.ts < c[i-1].ts {
+					t.Fatalf("a call mixes streams or is out of order: %v", c)
+				}
+			}
+			if len(c) > MaxBatch || len(c) > 1 && bytes > MaxBatchBytes || c[len(c)-1].ts-c[0].ts >= MaxSpan.Milliseconds() {
+				t.Fatalf("a call of %d events, %d bytes, spanning %d ms is over the limits", len(c), bytes, c[len(c)-1].ts-c[0].ts)
+			}
+		}
+		if seen != n {
+			t.Fatalf("the calls carry %d entries, want %d", seen, n)
+		}
+	})
+}
+
+// BenchmarkBuild measures building the log events of a batch of 100 SQS
+// records with a templated stream and a dynamic timestamp, and cutting
+// them into calls.
+func BenchmarkBuild(b *testing.B) {
+	tg, err := newTarget(Config{LogGroup: "/pipes/orders", LogStream: "orders-<$.body.kind>", Timestamp: "$.body.time"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs := make([]*pipe.Event, 100)
+	for i := range evs {
+		ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m" + strconv.Itoa(i), Body: `{"kind":"k` + strconv.Itoa(i%3) + `","time":` + strconv.Itoa(1_750_000_000_000+i) + `,"total":12.5}`})
+		if err != nil {
+			b.Fatal(err)
+		}
+		evs[i] = ev
+	}
+	errs := make([]error, len(evs))
+	b.ReportAllocs()
+	for b.Loop() {
+		if chunks := split(batching.Build(evs, errs, tg.entry)); len(chunks) != 3 {
+			b.Fatalf("%d calls, want 3", len(chunks))
 		}
 	}
 }

@@ -41,3 +41,16 @@ func TestRequestSignerErrorsHoldNoSecret(t *testing.T) {
 	}
 	var _ aws.CredentialsProvider = credentials.StaticCredentialsProvider{}
 }
+
+// FuzzRegionFromExecuteAPI: whatever the host, the region is "" or the
+// label after an execute-api label of it.
+func FuzzRegionFromExecuteAPI(f *testing.F) {
+	f.Add("abc.execute-api.eu-west-1.amazonaws.com")
+	f.Add("execute-api..")
+	f.Fuzz(func(t *testing.T, host string) {
+		r := RegionFromExecuteAPI(host)
+		if r != "" && !strings.Contains(strings.ToLower(host), "execute-api."+r+".") {
+			t.Fatalf("RegionFromExecuteAPI(%q) = %q, not the label after execute-api", host, r)
+		}
+	})
+}
