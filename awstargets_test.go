@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/pipesproject/pipes"
@@ -157,5 +158,36 @@ target:
 		if n := testutil.ToFloat64(metrics.APICalls.WithLabelValues("to-logs", op)); n < 1 || int(n) != logs.Calls(op) {
 			t.Errorf("%s counted %v, the server got %d", op, n, logs.Calls(op))
 		}
+	}
+}
+
+// API Gateway with IAM authorization: internal/fakeaws.SigV4 recomputes
+// each request's signature with the SDK's v4 signer and refuses any other.
+func TestSQSToAnAPIGatewayHTTPTargetSignedWithSigV4(t *testing.T) {
+	fakeAWSEnv(t)
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	in, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 5 * time.Second, MaxReceiveCount: 5})
+	api := newBatchServer(t)
+	creds := aws.Credentials{AccessKeyID: "AKIDPIPESTEST", SecretAccessKey: "pipes-test-secret"}
+	gw := httptest.NewServer(fakeaws.SigV4{Creds: creds, Service: "execute-api", Region: "eu-west-1", Next: api.Config.Handler})
+	t.Cleanup(gw.Close)
+	var bodies []string
+	for i := range 12 {
+		bodies = append(bodies, fmt.Sprintf(`{"n":%d}`, i))
+	}
+	sqstest.SendBodies(t, client, in, bodies...)
+	file := writeFile(t, "pipe.yaml", fmt.Sprintf(`
+name: to-apigw
+source: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1, wait_time: 1s}
+target: {type: http, url: %s/prod/orders, auth: aws_sigv4, region: eu-west-1, query: {source: pipes}}
+`, in, endpoint, gw.URL))
+	runPipeFile(t, file, pipe.NewMetrics(nil), "12 signed deliveries and the source queue empty", func() bool {
+		_, ok := api.counts()
+		visible, inflight := sqstest.Count(t, client, in)
+		return len(ok) >= 12 && visible+inflight == 0
+	})
+	if _, ok := api.counts(); len(ok) != 12 {
+		t.Errorf("the API took %d bodies, want 12", len(ok))
 	}
 }
