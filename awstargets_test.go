@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/pipesproject/pipes"
+	"github.com/pipesproject/pipes/awsimport"
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/internal/fakeaws"
 	"github.com/pipesproject/pipes/internal/sqstest"
@@ -189,5 +190,53 @@ target: {type: http, url: %s/prod/orders, auth: aws_sigv4, region: eu-west-1, qu
 	})
 	if _, ok := api.counts(); len(ok) != 12 {
 		t.Errorf("the API took %d bodies, want 12", len(ok))
+	}
+}
+
+// An imported pipe runs as it is: a describe-pipe capture of an SQS →
+// Step Functions-enriched → SQS pipe, its endpoints given the SDK's way
+// (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_SFN).
+func TestAnImportedStepFunctionsEnrichedPipeRuns(t *testing.T) {
+	fakeAWSEnv(t)
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	in, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 5 * time.Second, MaxReceiveCount: 5})
+	out, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 5 * time.Second, MaxReceiveCount: 5})
+	arnOf := func(queueURL string) string {
+		parts := strings.Split(strings.TrimRight(queueURL, "/"), "/")
+		return "arn:aws:sqs:us-east-1:" + parts[len(parts)-2] + ":" + parts[len(parts)-1]
+	}
+	const arn = "arn:aws:states:us-east-1:123456789012:stateMachine:enrich"
+	sfn := fakeaws.NewSFN(map[string]fakeaws.Machine{arn: {Express: true, Run: func(input []byte) ([]byte, string, string) {
+		var recs []map[string]any
+		_ = json.Unmarshal(input, &recs)
+		for _, r := range recs {
+			r["enriched"] = true
+		}
+		b, _ := json.Marshal(recs)
+		return b, "", ""
+	}}})
+	srv := httptest.NewServer(sfn)
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ENDPOINT_URL_SQS", endpoint)
+	t.Setenv("AWS_ENDPOINT_URL_SFN", srv.URL)
+	describe := fmt.Sprintf(`{"Name": "imported-sfn", "Source": %q, "Enrichment": %q, "Target": %q,
+  "SourceParameters": {"SqsQueueParameters": {"BatchSize": 10}},
+  "RoleArn": "arn:aws:iam::123456789012:role/p", "CurrentState": "RUNNING"}`, arnOf(in), arn, arnOf(out))
+	res, err := awsimport.Import("describe.json", []byte(describe), awsimport.Options{})
+	if err != nil || len(res.LeftOut) > 0 {
+		t.Fatalf("Import = %v, left out %v", err, res.LeftOut)
+	}
+	file := writeFile(t, "pipe.yaml", string(res.YAML))
+	sqstest.SendBodies(t, client, in, `{"n":1}`, `{"n":2}`, `{"n":3}`)
+	var got []string
+	runPipeFile(t, file, pipe.NewMetrics(nil), "3 enriched messages on the target queue", func() bool {
+		got = append(got, sqstest.DrainBodies(t, client, out)...)
+		return len(got) >= 3
+	})
+	for _, b := range got {
+		if !strings.Contains(b, `"enriched":true`) {
+			t.Errorf("the target got %s, not the execution's output\n%s", b, res.YAML)
+		}
 	}
 }

@@ -71,8 +71,8 @@ type Config struct {
 	Region string
 	// Endpoint overrides the Step Functions endpoint (a compatible
 	// server). AWS_ENDPOINT_URL_SFN works too, through the SDK. With an
-	// endpoint, StartSyncExecution goes to it as it is (no "sync-" host
-	// prefix).
+	// endpoint of either kind, StartSyncExecution goes to it as it is (no
+	// "sync-" host prefix).
 	Endpoint string
 	// Timeout bounds each call, SDK retries included; default 30s. For
 	// REQUEST_RESPONSE, give it at least the workflow's own duration.
@@ -199,7 +199,9 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
 	t.api = sfn.NewFromConfig(awsCfg, func(o *sfn.Options) {
 		ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions)
-		if cfg.Endpoint != "" {
+		// Endpoint, or the SDK's own (AWS_ENDPOINT_URL_SFN, a profile's
+		// endpoint_url), resolved before this function runs.
+		if o.BaseEndpoint != nil {
 			o.APIOptions = append(o.APIOptions, noHostPrefix)
 		}
 	})
