@@ -9,16 +9,18 @@ import (
 
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/target/cloudwatchlogs"
 	"github.com/pipesproject/pipes/target/eventbridge"
 	"github.com/pipesproject/pipes/target/firehose"
 	"github.com/pipesproject/pipes/target/kinesis"
 	"github.com/pipesproject/pipes/target/lambdatarget"
 	"github.com/pipesproject/pipes/target/sns"
 	"github.com/pipesproject/pipes/target/sqstarget"
+	"github.com/pipesproject/pipes/target/stepfunctions"
 )
 
 // The AWS targets (`type: sqs | sns | eventbridge | lambda | kinesis |
-// firehose`): each is built
+// firehose | stepfunctions | cloudwatch_logs`): each is built
 // from its `target:` block, counts every AWS call of the pipe by operation
 // in the metrics, logs with the pipe's name, and bounds each call by the
 // block's timeout.
@@ -39,11 +41,8 @@ func newLambdaTarget(ctx context.Context, s config.Pipe, env *Env) (pipe.Target,
 	return awsTarget(ctx, s, s.Target, env, s.Target.InputTemplate != "")
 }
 
-func newKinesisTarget(ctx context.Context, s config.Pipe, env *Env) (pipe.Target, error) {
-	return awsTarget(ctx, s, s.Target, env, s.Target.InputTemplate != "")
-}
-
-func newFirehoseTarget(ctx context.Context, s config.Pipe, env *Env) (pipe.Target, error) {
+// newAWSTarget builds the AWS target of a pipe's `target:` block.
+func newAWSTarget(ctx context.Context, s config.Pipe, env *Env) (pipe.Target, error) {
 	return awsTarget(ctx, s, s.Target, env, s.Target.InputTemplate != "")
 }
 
@@ -140,6 +139,35 @@ func buildAWSTarget(ctx context.Context, s config.Pipe, t config.Target, env *En
 			Logger:           logger,
 			AWSConfig:        awsCfg,
 		})
+	case "stepfunctions":
+		return stepfunctions.New(ctx, stepfunctions.Config{
+			StateMachineARN: t.StateMachineARN,
+			InvocationType:  t.InvocationType,
+			Region:          t.Region,
+			Endpoint:        t.Endpoint,
+			Timeout:         t.Timeout,
+			OnCall:          onCall,
+			Logger:          logger,
+			AWSConfig:       awsCfg,
+		})
+	case "cloudwatch_logs":
+		stream := t.LogStreamName
+		if stream == "" {
+			stream = s.Name
+		}
+		return cloudwatchlogs.New(ctx, cloudwatchlogs.Config{
+			LogGroup:         t.LogGroupName,
+			LogStream:        stream,
+			Timestamp:        t.Timestamp,
+			Vars:             vars,
+			ParamsFromRecord: paramsFromRecord,
+			Region:           t.Region,
+			Endpoint:         t.Endpoint,
+			Timeout:          t.Timeout,
+			OnCall:           onCall,
+			Logger:           logger,
+			AWSConfig:        awsCfg,
+		})
 	case "firehose":
 		return firehose.New(ctx, firehose.Config{
 			DeliveryStream: t.DeliveryStream,
@@ -169,9 +197,7 @@ func eventSourceOf(sourceType string) string {
 // deduplication id on a standard queue or topic. It does no I/O; other
 // types pass.
 func checkAWSTarget(s config.Pipe, field string, t config.Target) config.Errors {
-	switch t.Type {
-	case "sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose":
-	default:
+	if !config.IsAWSTarget(t.Type) {
 		return nil
 	}
 	// A region and no credentials: New then reads no AWS configuration.

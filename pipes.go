@@ -105,7 +105,7 @@ type Registry struct {
 
 // NewRegistry returns a registry holding the built-in sources (sqs, memory)
 // and targets (http, stdout, func, sqs, sns, eventbridge, lambda, kinesis,
-// firehose, rabbitmq).
+// firehose, stepfunctions, cloudwatch_logs, rabbitmq).
 func NewRegistry() *Registry {
 	r := &Registry{sources: map[string]SourceFactory{}, targets: map[string]TargetFactory{}, funcs: map[string]pipe.Target{}}
 	r.MustRegisterSource("sqs", newSQSSource)
@@ -118,8 +118,10 @@ func NewRegistry() *Registry {
 	r.MustRegisterTarget("sns", newSNSTarget)
 	r.MustRegisterTarget("eventbridge", newEventBridgeTarget)
 	r.MustRegisterTarget("lambda", newLambdaTarget)
-	r.MustRegisterTarget("kinesis", newKinesisTarget)
-	r.MustRegisterTarget("firehose", newFirehoseTarget)
+	r.MustRegisterTarget("kinesis", newAWSTarget)
+	r.MustRegisterTarget("firehose", newAWSTarget)
+	r.MustRegisterTarget("stepfunctions", newAWSTarget)
+	r.MustRegisterTarget("cloudwatch_logs", newAWSTarget)
 	r.MustRegisterTarget("rabbitmq", newRabbitTarget)
 	return r
 }
@@ -285,8 +287,8 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 	if env.DryRun {
 		tgt = dryRunTarget{pipe: s.Name, w: env.Stdout, mu: env.stdoutMu()}
 	} else if dl := s.DeadLetter; dl != nil {
-		switch dl.Target.Type {
-		case "sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose":
+		switch {
+		case config.IsAWSTarget(dl.Target.Type):
 			// A dead-lettered event's payload is the raw body: templated
 			// parameters are rendered against the record.
 			dead, err = awsTarget(ctx, s, dl.Target, env, true)
@@ -415,8 +417,13 @@ func newMemorySource(ctx context.Context, s config.Pipe, env *Env) (pipe.Source,
 	return memorySource{q}, nil
 }
 
-func newHTTPTarget(_ context.Context, s config.Pipe, env *Env) (pipe.Target, error) {
+func newHTTPTarget(ctx context.Context, s config.Pipe, env *Env) (pipe.Target, error) {
+	sign, err := sigv4Sign(ctx, s.Target.Auth, s.Target.Region, s.Target.URL, nil)
+	if err != nil {
+		return nil, err
+	}
 	return httptarget.New(httptarget.Config{
+		Sign:               sign,
 		URL:                s.Target.URL,
 		Method:             s.Target.Method,
 		Batch:              s.Target.Batch,

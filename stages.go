@@ -11,6 +11,7 @@ import (
 	"github.com/pipesproject/pipes/enrich"
 	"github.com/pipesproject/pipes/filter"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/target/stepfunctions"
 	"github.com/pipesproject/pipes/template"
 )
 
@@ -120,12 +121,19 @@ func checkEnrichment(e *config.Enrichment) config.Errors {
 		if _, err := enrich.NewHTTP(httpEnrichmentConfig(e, tmpl, template.Vars{}, nil)); err != nil {
 			bad("url", err.Error())
 		}
+		if _, err := sigv4Sign(context.Background(), e.Auth, e.Region, e.URL, nil); err != nil {
+			bad("auth", err.Error())
+		}
 	case "lambda":
 		if e.FunctionName == "" {
 			bad("function_name", "function_name is required for a lambda enrichment")
 		}
+	case "stepfunctions":
+		if err := stepfunctions.CheckARN(e.StateMachineARN); err != nil {
+			bad("state_machine_arn", err.Error())
+		}
 	default:
-		bad("type", fmt.Sprintf("enrichment type %q is not available (have http, lambda, jq)", e.Type))
+		bad("type", fmt.Sprintf("enrichment type %q is not available (have http, lambda, stepfunctions, jq)", e.Type))
 	}
 	return errs
 }
@@ -184,7 +192,13 @@ func EnricherWith(ctx context.Context, s config.Pipe, env *Env) (pipe.Enricher, 
 		}
 		return j, nil
 	case "http":
-		h, err := enrich.NewHTTP(httpEnrichmentConfig(e, tmpl, vars, log))
+		cfg := httpEnrichmentConfig(e, tmpl, vars, log)
+		sign, err := sigv4Sign(ctx, e.Auth, e.Region, e.URL, nil)
+		if err != nil {
+			return nil, fmt.Errorf("enrichment: %w", err)
+		}
+		cfg.Sign = sign
+		h, err := enrich.NewHTTP(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("enrichment: %w", err)
 		}
@@ -198,6 +212,15 @@ func EnricherWith(ctx context.Context, s config.Pipe, env *Env) (pipe.Enricher, 
 			return nil, fmt.Errorf("enrichment: %w", err)
 		}
 		return l, nil
+	case "stepfunctions":
+		sf, err := enrich.NewStepFunctions(ctx, enrich.StepFunctionsConfig{
+			StateMachineARN: e.StateMachineARN, Region: e.Region, Endpoint: e.Endpoint, Timeout: e.Timeout,
+			OnCall: onCall, Logger: log, Template: tmpl, Vars: vars,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("enrichment: %w", err)
+		}
+		return sf, nil
 	}
 	return nil, fmt.Errorf("enrichment type %q is not available", e.Type)
 }

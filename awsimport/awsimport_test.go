@@ -45,6 +45,8 @@ func fakeEnv(name string) (string, bool) {
 		return "https://sqs.us-east-1.amazonaws.com/123456789012/q", true
 	case strings.HasSuffix(name, "_URL"):
 		return "https://api.example.com/x", true
+	case strings.HasSuffix(name, "FLOW_ARN"): // a state machine's, in the goldens
+		return "arn:aws:states:us-east-1:123456789012:stateMachine:flow", true
 	case strings.HasSuffix(name, "_HOST"):
 		return "broker.example.com", true
 	case strings.HasSuffix(name, "_SCHEME"), strings.HasSuffix(name, "_PORT"):
@@ -492,6 +494,49 @@ Resources:
 			}
 			if want := "topic_arn: arn:aws:sns:us-east-1:1:" + tt.want + "\n"; !strings.Contains(string(res.YAML), want) {
 				t.Errorf("got\n%s\nwant %s", res.YAML, want)
+			}
+		})
+	}
+}
+
+// A STANDARD workflow run synchronously (an enrichment, a
+// REQUEST_RESPONSE target: Pipes' default) is imported with a note, since
+// Step Functions refuses StartSyncExecution for it; an EXPRESS one, or a
+// FIRE_AND_FORGET target, gets none.
+func TestAStandardWorkflowRunSynchronouslyIsNoted(t *testing.T) {
+	for _, tt := range []struct {
+		name, kind, role, params string
+		noted                    bool
+	}{
+		{"a standard enrichment", "STANDARD", "Enrichment", "", true},
+		{"an enrichment of the default type, standard", "", "Enrichment", "", true},
+		{"an express enrichment", "EXPRESS", "Enrichment", "", false},
+		{"a standard target of the default invocation type", "STANDARD", "Target", "", true},
+		{"a standard fire-and-forget target", "STANDARD", "Target", "StepFunctionStateMachineParameters: {InvocationType: FIRE_AND_FORGET}", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			target := "!GetAtt Q.Arn"
+			enrichment := "!Ref Flow"
+			if tt.role == "Target" {
+				target, enrichment = "!Ref Flow", `""`
+			}
+			doc := fmt.Sprintf(`Resources:
+  Q: {Type: AWS::SQS::Queue, Properties: {QueueName: q}}
+  Flow: {Type: AWS::StepFunctions::StateMachine, Properties: {StateMachineName: flow, StateMachineType: %q}}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt Q.Arn
+      Enrichment: %s
+      Target: %s
+      TargetParameters: {%s}
+`, tt.kind, enrichment, target, tt.params)
+			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(report(res), "STANDARD workflow"); got != tt.noted || len(res.Pipes) != 1 {
+				t.Errorf("noted %v, want %v; %d pipes:\n%s", got, tt.noted, len(res.Pipes), report(res))
 			}
 		})
 	}

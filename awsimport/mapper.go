@@ -335,6 +335,13 @@ func (m *mapper) enrichment(props map[string]any) *omap {
 		o.set("type", "lambda")
 		o.set("function_name", m.functionName(e, path))
 		m.setRegion(o, e)
+	case "states":
+		// Pipes runs an enrichment state machine synchronously (express
+		// workflows only).
+		o.set("type", "stepfunctions")
+		o.set("state_machine_arn", m.stateMachineARN(e, path))
+		m.setRegion(o, e)
+		m.standardWorkflow(e, path, "an enrichment")
 	case "apidest", "apigw":
 		o.set("type", "http")
 		m.http(o, e, mapping(ep["HttpParameters"]), m.at("EnrichmentParameters", "HttpParameters"), false)
@@ -351,6 +358,27 @@ func (m *mapper) enrichment(props map[string]any) *omap {
 		}
 	}
 	return o
+}
+
+// standardWorkflow notes a state machine of the file that is a STANDARD
+// workflow (CloudFormation's default) where it is run synchronously, which
+// only EXPRESS workflows allow: Step Functions refuses each call.
+func (m *mapper) standardWorkflow(e endpoint, path, role string) {
+	if e.res == nil {
+		return
+	}
+	if t := m.r.prop(e.res, "StateMachineType", "Resources."+e.logical); t == "" || t == "STANDARD" {
+		m.note(path, "the state machine %s is a STANDARD workflow, which Step Functions does not run synchronously as %s: every call will fail (make it EXPRESS, or use invocation_type: FIRE_AND_FORGET for a target)", e.logical, role)
+	}
+}
+
+// stateMachineARN is a state machine's ARN: from the template's resource,
+// or as the pipe gives it.
+func (m *mapper) stateMachineARN(e endpoint, path string) string {
+	if e.res != nil {
+		return m.r.resourceValue(e.logical, e.res, "Arn", path)
+	}
+	return m.r.text(&e)
 }
 
 // functionName is a Lambda function's name (from the template) or ARN.
@@ -393,6 +421,9 @@ func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string, targ
 		}
 		rawURL = "https://" + mm[3] + ".execute-api." + mm[1] + ".amazonaws.com/" + mm[4] + mm[6]
 		method = mm[5]
+		// Pipes calls API Gateway with the pipe's role: SigV4 for
+		// execute-api, the region from the URL.
+		o.set("auth", "aws_sigv4")
 	}
 	method = strings.ToUpper(method)
 	switch method {
@@ -602,6 +633,31 @@ func (m *mapper) target(props map[string]any) *omap {
 		o.set("type", "firehose")
 		o.set("delivery_stream", m.streamOf(e, path))
 		m.setRegion(o, e)
+	case "states":
+		o.set("type", "stepfunctions")
+		o.set("state_machine_arn", m.stateMachineARN(e, path))
+		m.setRegion(o, e)
+		sp := mapping(tp["StepFunctionStateMachineParameters"])
+		switch it := m.r.str(sp["InvocationType"], tpath+".StepFunctionStateMachineParameters.InvocationType"); it {
+		case "", "REQUEST_RESPONSE": // pipes' default, as Pipes'
+			m.standardWorkflow(e, path, "a REQUEST_RESPONSE target")
+		case "FIRE_AND_FORGET":
+			o.set("invocation_type", it)
+		default:
+			m.leftOut(tpath+".StepFunctionStateMachineParameters.InvocationType", "%q is not REQUEST_RESPONSE or FIRE_AND_FORGET; REQUEST_RESPONSE is used", it)
+		}
+	case "logs":
+		o.set("type", "cloudwatch_logs")
+		if e.res != nil {
+			o.set("log_group_name", m.r.resourceValue(e.logical, e.res, "", path))
+		} else {
+			o.set("log_group_name", m.r.text(&e))
+		}
+		m.setRegion(o, e)
+		lp := mapping(tp["CloudWatchLogsParameters"])
+		lpath := tpath + ".CloudWatchLogsParameters"
+		m.strKey(o, "log_stream_name", lp, "LogStreamName", lpath)
+		m.strKey(o, "timestamp", lp, "Timestamp", lpath)
 	case "apidest", "apigw":
 		o.set("type", "http")
 		m.http(o, e, mapping(tp["HttpParameters"]), tpath+".HttpParameters", true)

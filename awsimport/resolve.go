@@ -392,6 +392,35 @@ func (r *resolver) resourceValue(id string, res map[string]any, attr, path strin
 			}
 			return prefix + name
 		}
+	case "AWS::StepFunctions::StateMachine", "AWS::Serverless::StateMachine":
+		// Ref and Arn are the state machine's ARN.
+		key := "StateMachineName"
+		if resType(res) == "AWS::Serverless::StateMachine" {
+			key = "Name"
+		}
+		switch attr {
+		case "", "Arn":
+			name := r.prop(res, key, rpath)
+			if name == "" {
+				return r.envRef(envName(id, "Arn"))
+			}
+			return "arn:aws:states" + ra() + "stateMachine:" + name
+		case "Name":
+			name, _ := named(key, "Name")
+			return name
+		}
+	case "AWS::Logs::LogGroup":
+		// Ref is the log group's name.
+		name, ok := named("LogGroupName", "LogGroupName")
+		switch attr {
+		case "", "LogGroupName":
+			return name
+		case "Arn":
+			if !ok {
+				return r.envRef(envName(id, "Arn"))
+			}
+			return "arn:aws:logs" + ra() + "log-group:" + name + ":*"
+		}
 	case "AWS::Events::ApiDestination", "AWS::Events::Connection":
 		prefix := "api-destination/"
 		if resType(res) == "AWS::Events::Connection" {

@@ -141,7 +141,7 @@ func (d *decoder) pipe(n *yaml.Node, path, dir string) (parsed, bool) {
 		p.Filter = d.filter(fb)
 	}
 	if eb := b.sub("enrichment", []string{"type", "url", "method", "batch", "input_template", "headers", "timeout",
-		"insecure_skip_verify", "jq", "function_name", "region", "endpoint"}); eb != nil {
+		"insecure_skip_verify", "jq", "function_name", "region", "endpoint", "state_machine_arn", "auth"}); eb != nil {
 		p.Enrichment = d.enrichment(eb)
 	}
 	if !b.has("target") {
@@ -395,7 +395,7 @@ func (d *decoder) filter(b *block) *Filter {
 // typesTaking names the AWS target types that take key k.
 func typesTaking(k string) string {
 	var types []string
-	for _, typ := range []string{"sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose"} {
+	for _, typ := range awsTargetTypes {
 		if containsKey(awsTargetKeys[typ], k) {
 			types = append(types, typ)
 		}
@@ -417,7 +417,7 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 	if !b.has("type") {
 		d.errorf(b.pos, b.path, "type is required")
 	}
-	e.Type = b.enum("type", "", "http", "lambda", "jq")
+	e.Type = b.enum("type", "", "http", "lambda", "stepfunctions", "jq")
 	e.URL = b.str("url")
 	e.InputTemplate, e.InputTemplateSpan = b.strSpan("input_template")
 	d.lintTemplate(b.at("input_template"), b.field("input_template"), e.InputTemplate)
@@ -428,6 +428,8 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 	e.Batch = b.boolean("batch", true)
 	e.InsecureSkipVerify = b.boolean("insecure_skip_verify", false)
 	e.FunctionName = b.str("function_name")
+	e.StateMachineARN = b.str("state_machine_arn")
+	e.Auth = b.enum("auth", "", "aws_sigv4")
 	e.Region = b.str("region")
 	e.Endpoint = b.str("endpoint")
 	b.checkHTTPURL("endpoint", e.Endpoint)
@@ -435,6 +437,10 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 	case "lambda":
 		if !b.has("function_name") {
 			d.errorf(b.pos, b.path, "function_name is required for a lambda enrichment")
+		}
+	case "stepfunctions":
+		if !b.has("state_machine_arn") {
+			d.errorf(b.pos, b.path, "state_machine_arn is required for a stepfunctions enrichment")
 		}
 	case "http":
 		if !b.has("url") {
@@ -450,10 +456,19 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 		b.only("only for jq enrichments", "jq")
 	}
 	if e.Type != "" && e.Type != "lambda" {
-		b.only("only for lambda enrichments", "function_name", "region", "endpoint")
+		b.only("only for lambda enrichments", "function_name")
+	}
+	if e.Type != "" && e.Type != "stepfunctions" {
+		b.only("only for stepfunctions enrichments", "state_machine_arn")
+	}
+	if e.Type != "" && e.Type != "lambda" && e.Type != "stepfunctions" {
+		b.only("only for lambda and stepfunctions enrichments", "endpoint")
+		if e.Type != "http" || e.Auth == "" {
+			b.only("only for lambda and stepfunctions enrichments, and http ones with auth: aws_sigv4", "region")
+		}
 	}
 	if e.Type != "" && e.Type != "http" {
-		b.only("only for http enrichments", "url", "method", "batch", "headers", "insecure_skip_verify")
+		b.only("only for http enrichments", "url", "method", "batch", "headers", "insecure_skip_verify", "auth")
 	}
 	return e
 }
@@ -466,16 +481,27 @@ var targetKeys = []string{
 	"topic_arn", "event_bus_name", "source", "detail_type", "function_name", "invocation_type", "retry",
 	"exchange", "routing_key", "persistent", "mandatory", "offload",
 	"endpoint_id", "resources", "time", "stream", "partition_key", "delivery_stream",
+	"state_machine_arn", "log_group_name", "log_stream_name", "timestamp", "auth",
 }
+
+// awsTargetTypes are the AWS target types, in the order errors name them.
+var awsTargetTypes = []string{"sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose", "stepfunctions", "cloudwatch_logs"}
+
+// IsAWSTarget reports whether a target type calls an AWS API with the
+// SDK (and takes region and endpoint): sqs, sns, eventbridge, lambda,
+// kinesis, firehose, stepfunctions, cloudwatch_logs.
+func IsAWSTarget(typ string) bool { return slices.Contains(awsTargetTypes, typ) }
 
 // awsTargetKeys are the keys only AWS targets take, by type.
 var awsTargetKeys = map[string][]string{
-	"sqs":         {"queue_url", "message_group_id", "message_deduplication_id"},
-	"sns":         {"topic_arn", "message_group_id", "message_deduplication_id"},
-	"eventbridge": {"event_bus_name", "source", "detail_type", "endpoint_id", "resources", "time"},
-	"lambda":      {"function_name", "invocation_type"},
-	"kinesis":     {"stream", "partition_key"},
-	"firehose":    {"delivery_stream"},
+	"sqs":             {"queue_url", "message_group_id", "message_deduplication_id"},
+	"sns":             {"topic_arn", "message_group_id", "message_deduplication_id"},
+	"eventbridge":     {"event_bus_name", "source", "detail_type", "endpoint_id", "resources", "time"},
+	"lambda":          {"function_name", "invocation_type"},
+	"stepfunctions":   {"state_machine_arn", "invocation_type"},
+	"cloudwatch_logs": {"log_group_name", "log_stream_name", "timestamp"},
+	"kinesis":         {"stream", "partition_key"},
+	"firehose":        {"delivery_stream"},
 }
 
 // maxInRunner is the longest a message may be worked on inside the runner:
@@ -507,7 +533,7 @@ func (d *decoder) target(b *block) Target {
 	if !b.has("type") {
 		d.errorf(b.pos, b.path, "type is required")
 	}
-	t.Type = b.enum("type", "", "http", "stdout", "sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose", "func", "rabbitmq")
+	t.Type = b.enum("type", "", "http", "stdout", "sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose", "stepfunctions", "cloudwatch_logs", "func", "rabbitmq")
 	t.URL = b.str("url")
 	t.Method = b.enum("method", "POST", "GET", "POST", "PUT", "PATCH", "DELETE")
 	t.Batch = b.boolean("batch", true)
@@ -540,13 +566,23 @@ func (d *decoder) target(b *block) Target {
 	t.Resources = b.strings("resources", 10)
 	t.Time = b.str("time")
 	t.FunctionName = b.str("function_name")
-	t.InvocationType = b.enum("invocation_type", "", "RequestResponse", "Event")
+	switch t.Type {
+	case "stepfunctions":
+		t.InvocationType = b.enum("invocation_type", "REQUEST_RESPONSE", "REQUEST_RESPONSE", "FIRE_AND_FORGET")
+	case "", "lambda":
+		t.InvocationType = b.enum("invocation_type", "", "RequestResponse", "Event")
+	}
 	t.Stream = b.str("stream")
 	t.PartitionKey = b.str("partition_key")
 	t.DeliveryStream = b.str("delivery_stream")
 	if t.Type == "lambda" && t.InvocationType == "" {
 		t.InvocationType = "RequestResponse"
 	}
+	t.StateMachineARN = b.str("state_machine_arn")
+	t.LogGroupName = b.str("log_group_name")
+	t.LogStreamName = b.str("log_stream_name")
+	t.Timestamp = b.str("timestamp")
+	t.Auth = b.enum("auth", "", "aws_sigv4")
 	if rb := b.sub("retry", []string{"max_attempts", "backoff", "min_delay", "max_delay", "max_event_age", "jitter"}); rb != nil {
 		t.Retry = d.retry(rb)
 		// Retries inside the runner keep the message invisible by the
@@ -589,6 +625,10 @@ func (d *decoder) target(b *block) Target {
 		require("partition_key", "a kinesis")
 	case "firehose":
 		require("delivery_stream", "a firehose")
+	case "stepfunctions":
+		require("state_machine_arn", "a stepfunctions")
+	case "cloudwatch_logs":
+		require("log_group_name", "a cloudwatch_logs")
 	case "rabbitmq":
 		require("url", "a rabbitmq")
 		b.checkAMQPURL("url", t.URL)
@@ -606,13 +646,16 @@ func (d *decoder) target(b *block) Target {
 	if t.Type != "" {
 		for _, k := range []string{"queue_url", "message_group_id", "message_deduplication_id",
 			"topic_arn", "event_bus_name", "source", "detail_type", "function_name", "invocation_type",
-			"endpoint_id", "resources", "time", "stream", "partition_key", "delivery_stream"} {
+			"endpoint_id", "resources", "time", "stream", "partition_key", "delivery_stream", "state_machine_arn", "log_group_name", "log_stream_name", "timestamp"} {
 			if !containsKey(awsTargetKeys[t.Type], k) {
 				b.only("only for "+typesTaking(k)+" targets", k)
 			}
 		}
-		if _, aws := awsTargetKeys[t.Type]; !aws {
-			b.only("only for AWS targets", "region", "endpoint")
+		if !slices.Contains(awsTargetTypes, t.Type) {
+			b.only("only for AWS targets", "endpoint")
+			if t.Type != "http" || t.Auth == "" {
+				b.only("only for AWS targets and http ones with auth: aws_sigv4", "region")
+			}
 		}
 	}
 	if t.Type != "" && t.Type != "func" {
@@ -622,7 +665,7 @@ func (d *decoder) target(b *block) Target {
 		b.only("only for stdout targets", "fail_on")
 	}
 	if t.Type != "" && t.Type != "http" {
-		b.only("only for http targets", "query")
+		b.only("only for http targets", "query", "auth")
 	}
 	return t
 }

@@ -106,7 +106,7 @@ func Schema() ([]byte, error) {
 	rec := &recorder{blocks: map[string][]string{}, fields: map[string]*fieldSpec{}}
 	for range 6 { // each round reaches one level deeper; 6 is past the deepest block
 		before := rec.size()
-		for i := range 8 {
+		for i := range 16 { // at least as many variants as a block has types
 			doc := rec.sampleDoc(i)
 			data, err := yaml.Marshal(doc)
 			if err != nil {

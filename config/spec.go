@@ -215,7 +215,7 @@ type Filter struct {
 
 // Enrichment is the `enrichment:` block.
 type Enrichment struct {
-	Type          string // http | lambda | jq
+	Type          string // http | lambda | stepfunctions | jq
 	URL           string
 	Method        string // http: default POST
 	Batch         bool   // http: one call per batch (default true)
@@ -229,7 +229,15 @@ type Enrichment struct {
 	FunctionName string
 	Region       string
 	Endpoint     string
-	Pos          Pos
+	// StateMachineARN: stepfunctions (an express workflow, run
+	// synchronously; also takes region and endpoint). Key
+	// `state_machine_arn`.
+	StateMachineARN string
+	// Auth is how an http enrichment signs its calls: "" (none) or
+	// "aws_sigv4" (SigV4 for execute-api, API Gateway; region from the URL
+	// or Region). Key `auth`.
+	Auth string
+	Pos  Pos
 	// InputTemplateSpan and JQSpan say where each character of
 	// InputTemplate and JQ is written, for errors inside them (see Span).
 	InputTemplateSpan, JQSpan Span
@@ -258,7 +266,7 @@ type Retry struct {
 
 // Target is the `target:` block.
 type Target struct {
-	Type string // http | stdout | sqs | sns | eventbridge | lambda | func | rabbitmq
+	Type string // http | stdout | sqs | sns | eventbridge | lambda | stepfunctions | cloudwatch_logs | func | rabbitmq
 
 	// http
 	URL     string
@@ -317,6 +325,21 @@ type Target struct {
 	PartitionKey string
 	// firehose: key `delivery_stream` (the delivery stream's name or ARN).
 	DeliveryStream string
+	// stepfunctions: key `state_machine_arn`; `invocation_type` is
+	// REQUEST_RESPONSE (the default, as in Pipes: StartSyncExecution, for
+	// express workflows) or FIRE_AND_FORGET (StartExecution).
+	StateMachineARN string
+	// cloudwatch_logs: keys `log_group_name` (a name or ARN),
+	// `log_stream_name` (a constant or a template; default the pipe's
+	// name) and `timestamp` (a dynamic path to milliseconds since the
+	// epoch; default the delivery time).
+	LogGroupName  string
+	LogStreamName string
+	Timestamp     string
+	// Auth is how an http target signs its calls: "" (none) or
+	// "aws_sigv4" (SigV4 for execute-api, API Gateway; region from the URL
+	// or Region). Key `auth`.
+	Auth string
 
 	// rabbitmq: publishes to Exchange ("" is the default exchange) with
 	// RoutingKey (a template); Headers (templates) become AMQP headers;

@@ -43,6 +43,9 @@ type HTTPConfig struct {
 	Template *template.Template
 	// Vars are the template's reserved variables.
 	Vars template.Vars
+	// Sign, when set, signs each request (AWS SigV4 for API Gateway:
+	// awsclient.RequestSigner); see httpcore.Config.Sign.
+	Sign func(ctx context.Context, r *http.Request, payloadHash string) error
 }
 
 // HTTP is the `http` enrichment: it sends the batch (or each event) to an
@@ -96,6 +99,7 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 		Timeout:            cfg.Timeout,
 		InsecureSkipVerify: cfg.InsecureSkipVerify,
 		Client:             cfg.Client,
+		Sign:               cfg.Sign,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configuring the http enrichment: %w", err)

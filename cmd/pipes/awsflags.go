@@ -73,7 +73,7 @@ func (a awsFlags) apply(specs []config.Pipe) []config.Pipe {
 				s.Source.EndpointPos = config.Pos{}
 			}
 		}
-		if e := s.Enrichment; e != nil && e.Type == "lambda" {
+		if e := s.Enrichment; e != nil && (e.Type == "lambda" || e.Type == "stepfunctions") {
 			set(&e.Region, &e.Endpoint)
 		}
 		if isAWSTarget(s.Target.Type) {
@@ -89,9 +89,5 @@ func (a awsFlags) apply(specs []config.Pipe) []config.Pipe {
 // isAWSTarget reports whether a target type calls AWS (and takes region
 // and endpoint).
 func isAWSTarget(typ string) bool {
-	switch typ {
-	case "sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose":
-		return true
-	}
-	return false
+	return config.IsAWSTarget(typ)
 }

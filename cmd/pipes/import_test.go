@@ -169,7 +169,6 @@ func TestImportAWSExitsTwoAndNamesWhatItLeftOut(t *testing.T) {
 		t.Fatalf("exit %d, want 2; stderr:\n%s", code, errb.String())
 	}
 	for _, want := range []string{
-		"left out: Resources.FlowPipe.Properties.Target: the target is a Step Functions state machine",
 		"left out: Resources.StreamPipe.Properties.SourceParameters.KinesisStreamParameters",
 		"set these environment variables (or pass --param): API_ID",
 	} {

@@ -73,6 +73,9 @@ type Config struct {
 	Query map[string]string
 	// Vars are the reserved template variables.
 	Vars template.Vars
+	// Sign, when set, signs each request (AWS SigV4 for API Gateway:
+	// awsclient.RequestSigner); see httpcore.Config.Sign.
+	Sign func(ctx context.Context, r *http.Request, payloadHash string) error
 }
 
 // Target delivers batches to an HTTP endpoint. It is safe for concurrent
@@ -159,6 +162,7 @@ func New(cfg Config) (*Target, error) {
 		// 3 KB less for each batch at the target (300 B a message).
 		ReadBufferSize: 1 << 10,
 		Client:         cfg.Client,
+		Sign:           cfg.Sign,
 	})
 	if err != nil {
 		problems = append(problems, err)

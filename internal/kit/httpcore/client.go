@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -84,6 +86,12 @@ type Config struct {
 	// (tests, embedders); its redirect policy and TLS settings are used as
 	// they are.
 	Client *http.Client
+	// Sign, when set, signs each request once its URL, headers and host
+	// are set (AWS SigV4 for API Gateway, awsclient.RequestSigner): it gets
+	// the request, whose header it may change (a copy of the client's),
+	// and the hex SHA-256 of the body. Its error fails the request and
+	// must hold no secret.
+	Sign func(ctx context.Context, r *http.Request, payloadHash string) error
 }
 
 // Client sends requests to one endpoint and classifies their outcome. It is
@@ -104,6 +112,7 @@ type Client struct {
 	client     *http.Client
 	transport  idleCloser // ours to close; nil with Config.Client
 	ownHeaders bool       // the client adds to request headers (a cookie jar): copy them
+	sign       func(ctx context.Context, r *http.Request, payloadHash string) error
 
 	peakMu sync.Mutex
 	peak   int // the highest concurrency told since idle connections were last closed
@@ -195,6 +204,7 @@ func New(cfg Config) (*Client, error) {
 		secrets: NewSecrets(secrets, cmp.Or(cfg.SecretURL, cfg.URL)),
 		timeout: timeout,
 		client:  cfg.Client,
+		sign:    cfg.Sign,
 	}
 	if header.Get("Content-Type") == "" {
 		c.typed = make(map[string]http.Header, 2)
@@ -361,7 +371,30 @@ func (c *Client) newRequest(ctx, reqCtx context.Context, req *Request) (*http.Re
 	if c.host != "" {
 		hr.Host = c.host
 	}
+	if c.sign != nil {
+		if err := c.signRequest(ctx, hr, req); err != nil {
+			return nil, err
+		}
+	}
 	return hr, nil
+}
+
+// signRequest signs hr, whose body is req's, with the client's Sign, on a
+// copy of its header (the client's own may be shared).
+func (c *Client) signRequest(ctx context.Context, hr *http.Request, req *Request) error {
+	hr.Header = hr.Header.Clone()
+	h := sha256.New()
+	if req.BodyFunc != nil {
+		if _, err := io.Copy(h, req.BodyFunc()); err != nil {
+			return fmt.Errorf("hashing the request body to sign it: %w", err)
+		}
+	} else {
+		h.Write(req.Body)
+	}
+	if err := c.sign(ctx, hr, hex.EncodeToString(h.Sum(nil))); err != nil {
+		return fmt.Errorf("signing the request: %w", err)
+	}
+	return nil
 }
 
 // noAnswer is the error of a request that got no answer.
