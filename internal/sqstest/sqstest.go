@@ -515,6 +515,26 @@ func Count(t testing.TB, c *sqs.Client, url string) (visible, inflight int) {
 	return visible, inflight
 }
 
+// CountReleased is Count once no message of the queue is in flight, or
+// once within has passed (then it returns what it counted last). A release
+// is not seen at once: local-aws-sqs applies a ChangeMessageVisibility(Batch)
+// to 0 on a timer (setTimeout 0) after it answered, so a count made right
+// after the answer can still find those messages in flight for a few
+// milliseconds; AWS's counts are approximate too. Keep within well below
+// the visibility the messages were hidden with, so that a message never
+// released still shows in flight.
+func CountReleased(t testing.TB, c *sqs.Client, url string, within time.Duration) (visible, inflight int) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		visible, inflight = Count(t, c, url)
+		if inflight == 0 || time.Now().After(deadline) {
+			return visible, inflight
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // DrainBodies receives the visible messages of the queue until a receive
 // comes back empty (each receive waits the queue's own ReceiveWait: the
 // SDK cannot send a zero wait), deleting each, and returns their bodies
