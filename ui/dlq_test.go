@@ -173,7 +173,7 @@ func TestTheDLQBrowserListsAndRedrivesASelection(t *testing.T) {
 			getJSON(t, f.hs.URL+"/api/pipes/ops", &v)
 			return v.Redrive != nil && v.Redrive.State == "done" && v.Redrive.Moved == 1
 		})
-		if v, inflight := sqstest.Count(t, f.client, f.dlq); v != 2 || inflight != 0 {
+		if v, inflight := sqstest.CountReleased(t, f.client, f.dlq, 5*time.Second); v != 2 || inflight != 0 {
 			t.Errorf("the dead-letter queue shows %d visible, %d in flight, want 2 visible", v, inflight)
 		}
 		got := sqstest.DrainBodies(t, f.client, f.src)
