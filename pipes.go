@@ -27,6 +27,7 @@ import (
 
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/filter"
+	"github.com/pipesproject/pipes/internal/budget"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/retry"
 	"github.com/pipesproject/pipes/source/memory"
@@ -45,7 +46,7 @@ type Env struct {
 	// that failures are not lost; slog.New(slog.DiscardHandler) discards).
 	Logger *slog.Logger
 	// Budget bounds in-flight bytes across pipes (nil: no limit).
-	Budget *pipe.Budget
+	Budget *budget.Budget
 	// Stdout is where stdout targets write (nil: os.Stdout).
 	Stdout io.Writer
 	// ShutdownTimeout bounds a pipe's drain after it is told to stop.

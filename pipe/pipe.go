@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/backoff"
+	"github.com/pipesproject/pipes/internal/budget"
 )
 
 // Limits fixed by Pipes and SQS.
@@ -142,7 +143,7 @@ type Options struct {
 	DryRun bool
 
 	// Budget bounds in-flight bytes across pipes (nil: no limit).
-	Budget *Budget
+	Budget *budget.Budget
 	// Metrics receives the pipe's series (nil: a private, unregistered set).
 	Metrics *Metrics
 	// Logger receives the pipe's logs (nil: discard).

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/budget"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 )
@@ -360,7 +361,7 @@ func TestPollersWaitWhileTheInflightByteBudgetIsSpent(t *testing.T) {
 	q := newQueue(t, b, "orders", memory.Options{})
 	body := strings.Repeat("y", 10_000)
 	send(t, q, bodies(200, body+"%d")...)
-	budget := pipe.NewBudget(50_000)
+	budget := budget.New(50_000)
 	var peak atomic.Int64
 	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
 		if u := budget.Used(); u > peak.Load() {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/budget"
 	"github.com/sourcegraph/conc"
 )
 
@@ -48,7 +49,7 @@ type settler struct {
 	backoff *Backoff // failed dead-letter sends: retry delay by receive count
 	log     *slog.Logger
 	met     *pipeMetrics
-	budget  *Budget
+	budget  *budget.Budget
 	onErr   func(error)
 
 	obs AckObserver // nil: no one to tell of deletes
@@ -98,7 +99,7 @@ type settlerConfig struct {
 	dead    *deadLetterer
 	log     *slog.Logger
 	met     *pipeMetrics
-	budget  *Budget
+	budget  *budget.Budget
 	// onErr, when set, is told of every failed call (besides the log).
 	onErr func(error)
 	// onKept, when set, is told of deliveries a Deferrer kept.
