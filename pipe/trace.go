@@ -15,7 +15,7 @@ type Tracer interface {
 	// returns a context carrying it, handed to the batch's stages (so an
 	// http target or enrichment sends its traceparent). It does not
 	// block.
-	StartBatch(ctx context.Context, pipe string, batch []*Delivery) (context.Context, BatchSpan)
+	StartBatch(ctx context.Context, pipe string, batch []*Message) (context.Context, BatchSpan)
 }
 
 // BatchSpan is the span of one batch, from StartBatch. Its methods are
@@ -52,7 +52,11 @@ func (p *Pipe) startBatchSpan(ctx context.Context, batch []*Delivery) (context.C
 	if p.opt.Tracer == nil {
 		return ctx, nil
 	}
-	ctx, span := p.opt.Tracer.StartBatch(ctx, p.opt.Name, batch)
+	msgs := make([]*Message, len(batch))
+	for i, d := range batch {
+		msgs[i] = d.Message
+	}
+	ctx, span := p.opt.Tracer.StartBatch(ctx, p.opt.Name, msgs)
 	if span == nil {
 		return ctx, nil
 	}

@@ -30,7 +30,7 @@ type recordedBatch struct {
 	outcome  *pipe.BatchOutcome
 }
 
-func (r *recordingTracer) StartBatch(ctx context.Context, name string, batch []*pipe.Delivery) (context.Context, pipe.BatchSpan) {
+func (r *recordingTracer) StartBatch(ctx context.Context, name string, batch []*pipe.Message) (context.Context, pipe.BatchSpan) {
 	b := &recordedBatch{pipe: name, messages: len(batch), errs: map[string]error{}}
 	r.mu.Lock()
 	r.batches = append(r.batches, b)

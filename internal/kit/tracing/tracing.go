@@ -158,12 +158,12 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 // StartBatch starts a batch's span: a consumer span, a root (the
 // producers' contexts are links, one per message that carries a valid
 // one), named SpanBatch, with the pipe's name and the message count.
-func (p *Provider) StartBatch(ctx context.Context, pipeName string, batch []*pipe.Delivery) (context.Context, pipe.BatchSpan) {
+func (p *Provider) StartBatch(ctx context.Context, pipeName string, batch []*pipe.Message) (context.Context, pipe.BatchSpan) {
 	var links []trace.Link
-	for _, d := range batch {
-		if sc, ok := producerContext(d.Message); ok {
+	for _, m := range batch {
+		if sc, ok := producerContext(m); ok {
 			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
-				attribute.String(AttrMessageID, d.Message.MessageID),
+				attribute.String(AttrMessageID, m.MessageID),
 			}})
 		}
 	}
