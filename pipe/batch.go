@@ -57,7 +57,7 @@ type verdict struct {
 // (panics included).
 // A held outage batch goes again with h, what the pipe held of it (nil for
 // a new batch).
-func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool, h *heldBatch) {
+func (p *Pipe) runBatch(ctx context.Context, batch []*delivery, probe bool, h *heldBatch) {
 	start := time.Now()
 	ctx = p.exec.begin(ctx, len(batch))
 	ctx, span := p.startBatchSpan(ctx, batch)
@@ -77,7 +77,7 @@ func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool, h *h
 // so that its frame under the target call is small: a batch waits for its target's answer in a
 // parked goroutine, and the runtime halves a parked goroutine's stack at a
 // collection only when a quarter of it holds what is in use (issue 20).
-func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) (batchErr error) {
+func (p *Pipe) process(ctx context.Context, batch []*delivery, v []verdict) (batchErr error) {
 	defer func() {
 		if r := recover(); r != nil {
 			batchErr = p.panicked(r, v)
@@ -116,7 +116,7 @@ func (p *Pipe) panicked(r any, v []verdict) error {
 // batch (no map per batch: issue 20); a larger one by a map.
 type judgement struct {
 	v     []verdict
-	batch []*Delivery
+	batch []*delivery
 	known []bool           // the items registered, by index (small batches)
 	byID  map[string][]int // large batches
 }
@@ -125,7 +125,7 @@ type judgement struct {
 const scanIDs = 32
 
 // init makes j ready for batch.
-func (j *judgement) init(batch []*Delivery) {
+func (j *judgement) init(batch []*delivery) {
 	j.batch = batch
 	if len(batch) <= scanIDs {
 		j.known = make([]bool, len(batch))
@@ -196,7 +196,7 @@ func shutdownOr(ctx context.Context, o Outcome) Outcome {
 // prepare makes the events of a batch and takes them through filter,
 // enrichment and transformer; it returns those for the target and the
 // enrichment's whole-batch error, if any.
-func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]*Event, error) {
+func (p *Pipe) prepare(ctx context.Context, batch []*delivery, j *judgement) ([]*Event, error) {
 	v := j.v
 	j.init(batch)
 	events := make([]*Event, 0, len(batch))
@@ -359,7 +359,7 @@ func (p *Pipe) splitEvents(ctx context.Context, m *Message, events *[]*Event) ve
 // first failure is an outage holds its later messages with it, uncounted;
 // one whose first failure is a verdict fails them (stage fifo), their own
 // outages included. It returns the groups that failed.
-func applyFIFO(batch []*Delivery, v []verdict) map[string]bool {
+func applyFIFO(batch []*delivery, v []verdict) map[string]bool {
 	type head struct {
 		err    error
 		outage bool
@@ -419,12 +419,12 @@ func applyFIFO(batch []*Delivery, v []verdict) map[string]bool {
 // dead-lettered, from the first such batch on, open circuit or not. A dry
 // run gives no verb to what would be acked or retried: it stays hidden
 // (heartbeat) until the pipe stops and releases it.
-func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, batchErr error, start time.Time, probe bool, h *heldBatch) {
+func (p *Pipe) settleBatch(ctx context.Context, batch []*delivery, v []verdict, batchErr error, start time.Time, probe bool, h *heldBatch) {
 	for i := range v {
 		v[i].outage = v[i].outcome == FailedRetry && outageOf(batchErr, v[i].stage, v[i].err)
 	}
 	tries := 0
-	var rest []*Delivery // FIFO bisection: held after this batch
+	var rest []*delivery // FIFO bisection: held after this batch
 	if h != nil {
 		tries, rest = h.tries, h.rest
 	}
@@ -434,7 +434,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 		failedGroups = applyFIFO(batch, v)
 	}
 	items := make([]settle, 0, len(batch))
-	var outages []*Delivery
+	var outages []*delivery
 	acked, failed, onWayToDLQ := 0, 0, 0
 	state := targetUnknown
 	throttled := IsThrottled(batchErr)
@@ -505,7 +505,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 	}
 	release := p.stopping || ctx.Err() != nil
 	doneDs := batch
-	var busy []*Delivery // FIFO: held, their groups stay busy
+	var busy []*delivery // FIFO: held, their groups stay busy
 	if len(outages) > 0 {
 		switch {
 		case release:
@@ -557,7 +557,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 		for _, d := range busy {
 			held[d.Message.GroupID()] = true
 		}
-		doneDs = make([]*Delivery, 0, len(batch))
+		doneDs = make([]*delivery, 0, len(batch))
 		for _, d := range batch {
 			if !held[d.Message.GroupID()] {
 				doneDs = append(doneDs, d)
@@ -589,7 +589,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 
 // failItem is the verb of a failure that is to be retried: NakWithDelay
 // by retry_backoff when set, else a retry when the lease ends.
-func (p *Pipe) failItem(d *Delivery) settle {
+func (p *Pipe) failItem(d *delivery) settle {
 	if p.opt.RetryBackoff != nil {
 		return settle{d: d, v: verbNak, delay: p.opt.RetryBackoff.Delay(d.NumDelivered())}
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // Source is a queue a pipe polls and settles, in the broker-neutral verbs
-// of a delivery (see Delivery): Ack and Nak here, InProgress and Term as
+// of a delivery (see delivery): Ack and Nak here, InProgress and Term as
 // the optional abilities Extender and Terminator. The pipe's settler is the
 // only caller of the settling methods: a source never acks or gives back
 // on its own.

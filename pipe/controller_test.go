@@ -115,10 +115,10 @@ func TestBackoffDelay(t *testing.T) {
 }
 
 func TestApplyFIFOFailsTheRestOfAGroupAfterItsFirstFailure(t *testing.T) {
-	mk := func(id, group string) *Delivery {
-		return &Delivery{Message: &Message{MessageID: id, Attributes: map[string]string{AttrMessageGroupID: group}}}
+	mk := func(id, group string) *delivery {
+		return &delivery{Message: &Message{MessageID: id, Attributes: map[string]string{AttrMessageGroupID: group}}}
 	}
-	items := []*Delivery{mk("a1", "a"), mk("b1", "b"), mk("a2", "a"), mk("b2", "b"), mk("a3", "a")}
+	items := []*delivery{mk("a1", "a"), mk("b1", "b"), mk("a2", "a"), mk("b2", "b"), mk("a3", "a")}
 	v := []verdict{{outcome: Succeeded}, {outcome: Succeeded}, {outcome: FailedRetry}, {outcome: Succeeded}, {outcome: Filtered}}
 	if g := applyFIFO(items, v); len(g) != 1 || !g["a"] {
 		t.Errorf("failed groups %v, want only a", g)

@@ -94,7 +94,7 @@ const maxMessageAttributes = 10
 // attributes, with the failure context beside them: as separate attributes
 // when they fit under SQS's ten, else folded into DLQContext. Nothing of
 // the original is dropped.
-func deadLetterEvent(d *Delivery, pipeName, sourceARN string, at time.Time) *Event {
+func deadLetterEvent(d *delivery, pipeName, sourceARN string, at time.Time) *Event {
 	m := d.Message
 	now := at.UTC().Format(time.RFC3339Nano)
 	attempts := 1

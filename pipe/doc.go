@@ -6,7 +6,7 @@
 //
 // # The path of a message
 //
-//	Source.Receive ──► Delivery (settler.track: leased, heartbeated)
+//	Source.Receive ──► delivery (settler.track: leased, heartbeated)
 //	      │                 pipe.go: receive
 //	      ▼
 //	batcher.add ──► batch (size, window, 6 MB of record JSON;
@@ -38,7 +38,7 @@
 // deliveries to the same settler. Plugins — filters, enrichers, targets,
 // the retry wrapper — return results and errors; they never settle.
 //
-// A Delivery takes one final verb: a second is refused (ErrSettled) and
+// A delivery takes one final verb: a second is refused (errSettled) and
 // counted. An extension under way and the final verb of the same delivery
 // never overlap: the verb waits for the extension to return, and nothing
 // is extended after its verb.

@@ -12,9 +12,9 @@ import (
 func TestAJudgementFindsItemsByIDTheSameWithAScanAndAMap(t *testing.T) {
 	for _, n := range []int{3, scanIDs, scanIDs + 1, 100} {
 		t.Run(fmt.Sprintf("a batch of %d", n), func(t *testing.T) {
-			batch := make([]*Delivery, n)
+			batch := make([]*delivery, n)
 			for i := range batch {
-				batch[i] = &Delivery{Message: &Message{MessageID: fmt.Sprintf("m%d", i%(n-1))}} // the last repeats m0
+				batch[i] = &delivery{Message: &Message{MessageID: fmt.Sprintf("m%d", i%(n-1))}} // the last repeats m0
 			}
 			j := judgement{v: make([]verdict, n)}
 			j.init(batch)

@@ -44,7 +44,7 @@ type Failure struct {
 	// Err is why.
 	Err error
 	// Attempts is how many times the message was delivered, this time
-	// included (Delivery.NumDelivered).
+	// included (delivery.NumDelivered).
 	Attempts int
 	// At is when the failure was settled.
 	At time.Time
@@ -70,7 +70,7 @@ type ScalingDecision struct {
 func (p *Pipe) SetObserver(o Observer) { p.met.obs = o }
 
 // observeReceived tells the observer of a receive's messages.
-func (p *Pipe) observeReceived(ds []*Delivery) {
+func (p *Pipe) observeReceived(ds []*delivery) {
 	o := p.met.obs
 	if o == nil {
 		return
@@ -87,7 +87,7 @@ func (p *Pipe) observeReceived(ds []*Delivery) {
 }
 
 // observeBatch tells the observer of a batch's verdicts.
-func (p *Pipe) observeBatch(batch []*Delivery, v []verdict) {
+func (p *Pipe) observeBatch(batch []*delivery, v []verdict) {
 	o := p.met.obs
 	if o == nil {
 		return

@@ -96,7 +96,7 @@ const (
 // heldBatch is a batch of outage messages the pipe holds (leased by the
 // heartbeat, no receive spent) until it goes again.
 type heldBatch struct {
-	ds    []*Delivery
+	ds    []*delivery
 	at    time.Time // when it may go again while the circuit is closed
 	tries int       // its whole failures in a row
 	// failedAt is when its first failed attempt started, or for a half
@@ -106,7 +106,7 @@ type heldBatch struct {
 	failedAt time.Time
 	// rest (FIFO, one group) are the messages after ds in their group,
 	// held with it: they go once ds is done (bisecting in order).
-	rest []*Delivery
+	rest []*delivery
 	// until is when the first of them must be given back (HoldLimiter:
 	// RabbitMQ's consumer_timeout); zero: no limit.
 	until time.Time
@@ -114,7 +114,7 @@ type heldBatch struct {
 
 // holdLocked keeps outage deliveries in the pipe to go again after the
 // backoff of tries. p.mu is held.
-func (p *Pipe) holdLocked(ds []*Delivery, tries int, failedAt time.Time, rest []*Delivery) {
+func (p *Pipe) holdLocked(ds []*delivery, tries int, failedAt time.Time, rest []*delivery) {
 	if len(ds) == 0 {
 		return
 	}
@@ -124,7 +124,7 @@ func (p *Pipe) holdLocked(ds []*Delivery, tries int, failedAt time.Time, rest []
 // keepLocked holds h. p.mu is held.
 func (p *Pipe) keepLocked(h heldBatch) {
 	if hl, ok := p.opt.Source.(HoldLimiter); ok {
-		for _, ds := range [][]*Delivery{h.ds, h.rest} {
+		for _, ds := range [][]*delivery{h.ds, h.rest} {
 			for _, d := range ds {
 				if u := hl.HoldUntil(d.Message); !u.IsZero() && (h.until.IsZero() || u.Before(h.until)) {
 					h.until = u
@@ -167,8 +167,8 @@ func (p *Pipe) dueHeldLocked(now time.Time) (due int, next time.Time) {
 // undeferred holds the deliveries a Deferrer kept (it could not defer
 // them): the pipe retries them itself; when stopping they are released,
 // and so are those at their HoldLimiter's limit (it was a last try).
-func (p *Pipe) undeferred(ds []*Delivery) {
-	var back []*Delivery
+func (p *Pipe) undeferred(ds []*delivery) {
+	var back []*delivery
 	if hl, ok := p.opt.Source.(HoldLimiter); ok {
 		now := time.Now()
 		kept := ds[:0:0]
@@ -219,7 +219,7 @@ func (p *Pipe) expireHeld(now time.Time) (next time.Time) {
 			continue
 		}
 		p.takeHeldLocked(i)
-		ds := append(append([]*Delivery(nil), h.ds...), h.rest...)
+		ds := append(append([]*delivery(nil), h.ds...), h.rest...)
 		groups := map[string]bool{}
 		for _, d := range ds {
 			if defer_ {
@@ -306,7 +306,7 @@ func (c *convictions) has(id string) bool {
 // Judged messages lose their outage mark (v[i].judged): they fail as a
 // named item failure would. It reports whether anything was judged, and
 // whether there was evidence that the target works.
-func (p *Pipe) bisect(batch []*Delivery, v []verdict, h *heldBatch) (split, judged, evidence bool) {
+func (p *Pipe) bisect(batch []*delivery, v []verdict, h *heldBatch) (split, judged, evidence bool) {
 	n := 0
 	for i := range v {
 		switch {
@@ -375,9 +375,9 @@ func (p *Pipe) bisect(batch []*Delivery, v []verdict, h *heldBatch) (split, judg
 // target works. A FIFO batch is split between its groups; one of a single
 // group is split in order: the second half (and rest, what follows in the
 // group) waits, held, until the first is done. p.mu is held.
-func (p *Pipe) splitLocked(ds []*Delivery, rest []*Delivery) {
+func (p *Pipe) splitLocked(ds []*delivery, rest []*delivery) {
 	now := time.Now()
-	half := func(part, rest []*Delivery) {
+	half := func(part, rest []*delivery) {
 		p.keepLocked(heldBatch{ds: part, at: now, failedAt: now, rest: rest})
 	}
 	if !p.info.FIFO {
@@ -399,7 +399,7 @@ func (p *Pipe) splitLocked(ds []*Delivery, rest []*Delivery) {
 		for _, g := range order[:len(order)/2] {
 			first[g] = true
 		}
-		var a, b []*Delivery
+		var a, b []*delivery
 		for _, d := range ds {
 			if first[d.Message.GroupID()] {
 				a = append(a, d)
@@ -412,7 +412,7 @@ func (p *Pipe) splitLocked(ds []*Delivery, rest []*Delivery) {
 		return
 	}
 	m := len(ds) / 2
-	after := make([]*Delivery, 0, len(ds)-m+len(rest))
+	after := make([]*delivery, 0, len(ds)-m+len(rest))
 	after = append(append(after, ds[m:]...), rest...)
 	half(ds[:m:m], after)
 }

@@ -461,7 +461,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 }
 
 // giveBack releases deliveries at once (Nak).
-func (p *Pipe) giveBack(ds []*Delivery) {
+func (p *Pipe) giveBack(ds []*delivery) {
 	if len(ds) == 0 {
 		return
 	}
@@ -723,7 +723,7 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 	now := time.Now()
 	msgs, err := p.opt.Source.Receive(ctx, n)
 	got := 0
-	ds := make([]*Delivery, len(msgs))
+	ds := make([]*delivery, len(msgs))
 	for i, m := range msgs {
 		unwrap(m, p.opt.Unwrap) // before the lock: it decodes JSON
 		ds[i] = p.set.track(m, now)
@@ -840,7 +840,7 @@ func (p *Pipe) dispatch(ctx context.Context, pool *workers) {
 			p.mu.Unlock()
 			return
 		}
-		var b []*Delivery
+		var b []*delivery
 		var held *heldBatch
 		probe := false
 		switch {
@@ -883,8 +883,8 @@ func (p *Pipe) dispatch(ctx context.Context, pool *workers) {
 }
 
 // releaseHeldLocked takes the outage batches the pipe holds.
-func (p *Pipe) releaseHeldLocked() []*Delivery {
-	var out []*Delivery
+func (p *Pipe) releaseHeldLocked() []*delivery {
+	var out []*delivery
 	for _, h := range p.circuit.held {
 		out = append(out, h.ds...)
 		out = append(out, h.rest...)

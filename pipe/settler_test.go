@@ -120,10 +120,10 @@ func TestASecondFinalVerbIsRefusedCountedAndNotApplied(t *testing.T) {
 	if err := d.Ack(); err != nil {
 		t.Fatalf("first Ack: %v", err)
 	}
-	if err := d.Nak(); !errors.Is(err, ErrSettled) {
+	if err := d.Nak(); !errors.Is(err, errSettled) {
 		t.Fatalf("second verb returned %v, want ErrSettled", err)
 	}
-	if err := d.Term(errors.New("late")); !errors.Is(err, ErrSettled) {
+	if err := d.Term(errors.New("late")); !errors.Is(err, errSettled) {
 		t.Fatalf("third verb returned %v, want ErrSettled", err)
 	}
 	waitFor(t, "the ack", func() bool { return len(src.callsOf("ack")) == 1 })
@@ -249,7 +249,7 @@ func TestExtensionsReachTwelveHoursFromTheReceive(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &settler{vis: tt.vis}
-			d := &Delivery{receivedAt: now.Add(-tt.received)}
+			d := &delivery{receivedAt: now.Add(-tt.received)}
 			if got := s.extensionLocked(d, now); got != tt.want {
 				t.Fatalf("extension %v, want %v", got, tt.want)
 			}
@@ -297,7 +297,7 @@ func TestDeadLetterEventKeepsTheOriginalBodyAndAttributes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := tt.msg()
-			d := &Delivery{Message: m, reason: atStage("target", Permanent(errors.New("400 bad request")))}
+			d := &delivery{Message: m, reason: atStage("target", Permanent(errors.New("400 bad request")))}
 			ev := deadLetterEvent(d, "orders", "arn:aws:sqs:us-east-1:1:orders", time.Now())
 			if string(ev.Payload) != tt.wantBody {
 				t.Errorf("body %s, want %s", ev.Payload, tt.wantBody)

@@ -48,7 +48,7 @@ type batchSpanKey struct{}
 
 // startBatchSpan starts the batch's span when the pipe has a Tracer;
 // otherwise it returns ctx and nil at no cost.
-func (p *Pipe) startBatchSpan(ctx context.Context, batch []*Delivery) (context.Context, BatchSpan) {
+func (p *Pipe) startBatchSpan(ctx context.Context, batch []*delivery) (context.Context, BatchSpan) {
 	if p.opt.Tracer == nil {
 		return ctx, nil
 	}

@@ -15,7 +15,7 @@ import (
 // (its span, its stages, its end) cost no allocation.
 func TestTracingOffAllocatesNothing(t *testing.T) {
 	p := &Pipe{opt: Options{Filter: FilterFunc(func(context.Context, *Event) (bool, error) { return true, nil })}}
-	batch := []*Delivery{{}}
+	batch := []*delivery{{}}
 	v := []verdict{{outcome: Succeeded}}
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(1000, func() {
@@ -35,7 +35,7 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 // hooks when tracing is off.
 func BenchmarkBatchHooksWithoutTracer(b *testing.B) {
 	p := &Pipe{}
-	batch := []*Delivery{{}}
+	batch := []*delivery{{}}
 	v := []verdict{{outcome: Succeeded}}
 	ctx := context.Background()
 	b.ReportAllocs()
