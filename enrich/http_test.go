@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/enrich"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -55,9 +56,9 @@ func errKind(err error) string {
 		return ""
 	case errors.Is(err, pipe.ErrMalformedAnswer):
 		return "malformed"
-	case pipe.IsThrottled(err):
+	case core.IsThrottled(err):
 		return "throttled"
-	case pipe.IsPermanent(err):
+	case core.IsPermanent(err):
 		return "permanent"
 	}
 	return "retryable"

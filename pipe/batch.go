@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 // Outcome is what happened to one message; the pipe settles it accordingly.
@@ -437,7 +439,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*delivery, v []verdict, 
 	var outages []*delivery
 	acked, failed, onWayToDLQ := 0, 0, 0
 	state := targetUnknown
-	throttled := IsThrottled(batchErr)
+	throttled := core.IsThrottled(batchErr)
 	for i, d := range batch {
 		switch v[i].outcome {
 		case Succeeded:
@@ -454,7 +456,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*delivery, v []verdict, 
 		default:
 			failed++
 			err := v[i].err
-			throttled = throttled || IsThrottled(err)
+			throttled = throttled || core.IsThrottled(err)
 			p.countFailure(v[i].stage)
 			p.exec.itemFailed(ctx, d.Message, v[i].stage, err)
 			if v[i].outage {
@@ -466,7 +468,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*delivery, v []verdict, 
 			}
 			switch {
 			case v[i].stage != "target" || v[i].judged:
-			case IsBatchFailure(v[i].err): // too old to be held again: the call failed whole
+			case core.IsBatchFailure(v[i].err): // too old to be held again: the call failed whole
 				if state == targetUnknown {
 					state = targetDown
 				}
@@ -604,14 +606,14 @@ func (p *Pipe) failItem(d *delivery) settle {
 // again (TooOld: max_event_age). Items the target named in its answer are
 // not an outage, nor are client errors.
 func outageOf(batchErr error, stage string, err error) bool {
-	if stage != "target" && stage != "enrichment" || IsPermanent(err) || errors.Is(err, ErrReportedFailed) {
+	if stage != "target" && stage != "enrichment" || core.IsPermanent(err) || errors.Is(err, ErrReportedFailed) {
 		return false
 	}
 	if batchErr != nil {
 		return true
 	}
-	exhausted, _ := IsExhausted(err)
-	return stage == "target" && exhausted && IsBatchFailure(err) && !IsTooOld(err)
+	exhausted, _ := core.IsExhausted(err)
+	return stage == "target" && exhausted && core.IsBatchFailure(err) && !core.IsTooOld(err)
 }
 
 // firstErr is the batch's error, or its first item's.

@@ -3,7 +3,6 @@ package pipe
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -123,33 +122,6 @@ type SourceInfo struct {
 	// visibility timeout, and it warns of a missing redrive policy at the
 	// first failed message rather than at start.
 	InProcess bool
-}
-
-// SettleError reports the messages a source could not settle, keyed by
-// receipt handle (two receipts of one message are two entries). The
-// messages not named were settled.
-type SettleError struct {
-	// Op is what was being done: "delete" or "change visibility".
-	Op string
-	// Failed maps receipt handles to why they failed.
-	Failed map[string]error
-	// SenderFault is true when at least one failure was the caller's fault
-	// (e.g. a stale receipt handle) and retrying would not help.
-	SenderFault bool
-}
-
-// Error names the operation, how many messages failed and the first reason.
-func (e *SettleError) Error() string {
-	ids := make([]string, 0, len(e.Failed))
-	for id := range e.Failed {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	var first error
-	if len(ids) > 0 {
-		first = e.Failed[ids[0]]
-	}
-	return fmt.Sprintf("%s failed for %d message(s): %v", e.Op, len(ids), first)
 }
 
 // Event is one item on its way through a pipe: the message it came from and

@@ -5,10 +5,9 @@ import (
 	"sort"
 	"strconv"
 	"time"
-)
 
-// SampleLimit is the most bytes of a message body a Failure carries.
-const SampleLimit = 512
+	"github.com/pipesproject/pipes/internal/core"
+)
 
 // Observer is told what a pipe does, at the points where the pipe counts
 // it in its metrics: a status page or a test watches a pipe through it.
@@ -141,10 +140,10 @@ func attributeNames(m *Message) []string {
 // sampleOf is the start of body, at most SampleLimit bytes, cut at a
 // character boundary.
 func sampleOf(body string) string {
-	if len(body) <= SampleLimit {
+	if len(body) <= core.SampleLimit {
 		return body
 	}
-	cut := SampleLimit
+	cut := core.SampleLimit
 	for cut > 0 && !utf8Start(body[cut]) {
 		cut--
 	}

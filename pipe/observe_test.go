@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 )
@@ -99,8 +100,8 @@ func TestTheObserverSeesWhatTheMetricsCount(t *testing.T) {
 			if got := f.Sample != ""; got != tc.wantSample {
 				t.Fatalf("sample %q, want one: %v", f.Sample, tc.wantSample)
 			}
-			if len(f.Sample) > pipe.SampleLimit || !strings.HasPrefix(long, f.Sample) || !utf8Valid(f.Sample) {
-				t.Fatalf("sample of %d bytes is not a whole-character prefix of at most %d", len(f.Sample), pipe.SampleLimit)
+			if len(f.Sample) > core.SampleLimit || !strings.HasPrefix(long, f.Sample) || !utf8Valid(f.Sample) {
+				t.Fatalf("sample of %d bytes is not a whole-character prefix of at most %d", len(f.Sample), core.SampleLimit)
 			}
 		})
 	}

@@ -2,10 +2,10 @@ package pipe
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/pipesproject/pipes/internal/backoff"
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 // Deferrer is a Source that can give messages back, to be delivered again
@@ -31,53 +31,6 @@ type Deferrer interface {
 // circuit is closed, of the batch while it is held): about 1 s, doubling,
 // equal jitter, up to the breaker's longest probe interval.
 var outageRetry = backoff.Exponential{Base: breakerProbeMin, Max: breakerProbeMax, Jitter: backoff.Equal}
-
-type batchFailure struct{ err error }
-
-func (e *batchFailure) Error() string { return e.err.Error() }
-func (e *batchFailure) Unwrap() error { return e.err }
-
-// BatchFailure marks err as the failure of a whole target call: every item
-// of the call failed with it. A target wrapper that hands such a failure
-// back per item (the retry wrapper, once its attempts ran out) marks it,
-// so that the pipe takes it for an outage, not for a verdict on each item.
-func BatchFailure(err error) error {
-	if err == nil || IsBatchFailure(err) {
-		return err
-	}
-	return &batchFailure{err: err}
-}
-
-// IsBatchFailure reports whether err, or an error it wraps, was marked
-// BatchFailure.
-func IsBatchFailure(err error) bool {
-	var b *batchFailure
-	return errors.As(err, &b)
-}
-
-type tooOld struct{ err error }
-
-func (e *tooOld) Error() string { return e.err.Error() }
-func (e *tooOld) Unwrap() error { return e.err }
-
-// TooOld marks err as the failure of an item that is not tried again
-// because its message is older than the retry policy's max_event_age
-// (Lambda's MaximumRecordAgeInSeconds). It is a verdict on the item even
-// when err is a whole-call failure (BatchFailure): an event held through
-// an outage honours its age when it is next tried, rather than being held
-// for ever.
-func TooOld(err error) error {
-	if err == nil || IsTooOld(err) {
-		return err
-	}
-	return &tooOld{err: err}
-}
-
-// IsTooOld reports whether err, or an error it wraps, was marked TooOld.
-func IsTooOld(err error) bool {
-	var t *tooOld
-	return errors.As(err, &t)
-}
 
 // targetState is what a finished batch tells of the target.
 type targetState uint8
@@ -312,7 +265,7 @@ func (p *Pipe) bisect(batch []*delivery, v []verdict, h *heldBatch) (split, judg
 		switch {
 		case v[i].outage:
 			n++
-		case v[i].outcome == Succeeded, v[i].outcome == FailedRetry && v[i].stage == "target" && !IsBatchFailure(v[i].err):
+		case v[i].outcome == Succeeded, v[i].outcome == FailedRetry && v[i].stage == "target" && !core.IsBatchFailure(v[i].err):
 			return false, false, false // the target answered this batch
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/backoff"
 	"github.com/pipesproject/pipes/internal/budget"
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 // Limits fixed by Pipes and SQS.
@@ -509,14 +510,14 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 			return info, nil
 		}
 		delay := wait.Delay(attempt)
-		if IsPermanent(err) {
+		if core.IsPermanent(err) {
 			// A running pipe outlives a missing queue or a denied access
 			// (the queue may be created, the role fixed): it backs off,
 			// stays not ready, and says why.
 			permanentAttempt++
 			delay = waitPermanent.Delay(permanentAttempt)
 		}
-		if ctx.Err() != nil || p.opt.Drain && (IsPermanent(err) || time.Since(start)+delay > drainOpenTimeout) {
+		if ctx.Err() != nil || p.opt.Drain && (core.IsPermanent(err) || time.Since(start)+delay > drainOpenTimeout) {
 			// A drain is a job that ends: it says why it could not start.
 			return SourceInfo{}, fmt.Errorf("opening the source: %w", err)
 		}

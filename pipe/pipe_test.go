@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/budget"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 )
@@ -485,8 +486,8 @@ func TestDeadLetterTarget(t *testing.T) {
 		wantDead    bool
 	}{
 		{name: "a client error goes to the dead-letter target at once", err: pipe.Permanent(errors.New("400 Bad Request")), wantDead: true},
-		{name: "exhausted retries go there when on_exhausted is dead_letter", err: pipe.Exhausted(errors.New("503"), 3), onExhausted: true, wantDead: true},
-		{name: "exhausted retries go back to the queue by default", err: pipe.Exhausted(errors.New("503"), 3)},
+		{name: "exhausted retries go there when on_exhausted is dead_letter", err: core.Exhausted(errors.New("503"), 3), onExhausted: true, wantDead: true},
+		{name: "exhausted retries go back to the queue by default", err: core.Exhausted(errors.New("503"), 3)},
 		{name: "a plain failure goes back to the queue", err: errors.New("503")},
 		{name: "a failed dead-letter send leaves the item to its visibility timeout, never drops it", err: pipe.Permanent(errors.New("400")), dlqFails: true},
 		{name: "a panicking dead-letter target leaves the item to its visibility timeout", err: pipe.Permanent(errors.New("400")), dlqFails: true, dlqPanics: true},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/budget"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/sourcegraph/conc"
 )
 
@@ -538,7 +539,7 @@ func (s *settler) deferred(ctx context.Context, j job) {
 // were deleted (err names those that were not), leaving out those sent to
 // the dead-letter target.
 func (s *settler) observeAcks(ctx context.Context, ds []*delivery, err error) {
-	var se *SettleError
+	var se *core.SettleError
 	if err != nil && !errors.As(err, &se) {
 		return // nothing is known to be deleted
 	}
@@ -569,7 +570,7 @@ func (s *settler) failed(ds []*delivery, err error) (bad, stale int) {
 	if err == nil {
 		return 0, 0
 	}
-	var se *SettleError
+	var se *core.SettleError
 	if !errors.As(err, &se) {
 		return len(ds), 0
 	}
@@ -587,7 +588,7 @@ func (s *settler) failed(ds []*delivery, err error) (bad, stale int) {
 // extended records an extension's outcome and applies the final verbs that
 // waited for it.
 func (s *settler) extended(j job, start time.Time, err error) {
-	var se *SettleError
+	var se *core.SettleError
 	all := err != nil && !errors.As(err, &se)
 	n, stale := 0, 0
 	s.mu.Lock()

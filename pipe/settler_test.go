@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -198,7 +199,7 @@ func TestALateExtensionNeverUndoesASettle(t *testing.T) {
 
 func TestAStaleReceiptIsNotExtendedEveryTick(t *testing.T) {
 	src := &fakeSource{extend: func(_ context.Context, msgs []*Message) error {
-		return &SettleError{Op: "change visibility", SenderFault: true,
+		return &core.SettleError{Op: "change visibility", SenderFault: true,
 			Failed: map[string]error{msgs[0].ReceiptHandle: errors.New("ReceiptHandleIsInvalid")}}
 	}}
 	s, _ := newTestSettler(t, src, 30*time.Second, Options{})
@@ -313,7 +314,7 @@ func TestDeadLetterEventKeepsTheOriginalBodyAndAttributes(t *testing.T) {
 			if _, ok := ev.Attributes["lifted"]; ok {
 				t.Errorf("an attribute lifted from the envelope was sent as the message's own")
 			}
-			folded, ok := ev.Attributes[DLQContext]
+			folded, ok := ev.Attributes[core.DLQContext]
 			if ok != tt.wantFolded {
 				t.Fatalf("folded context present %v, want %v", ok, tt.wantFolded)
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -386,8 +387,8 @@ func TestWrapRetriesWhatCanSucceed(t *testing.T) {
 					t.Errorf("%s failed without a reason", f.ID)
 					continue
 				}
-				_, n := pipe.IsExhausted(f.Err)
-				got[f.ID] = want{exhausted: n, permanent: pipe.IsPermanent(f.Err), throttled: pipe.IsThrottled(f.Err),
+				_, n := core.IsExhausted(f.Err)
+				got[f.ID] = want{exhausted: n, permanent: core.IsPermanent(f.Err), throttled: core.IsThrottled(f.Err),
 					blocked: errors.Is(f.Err, ErrEarlierInGroupFailed)}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(orEmpty(tt.wantFails)) {

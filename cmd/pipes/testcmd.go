@@ -19,6 +19,7 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/httpcore"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
@@ -295,7 +296,7 @@ func recordKind(text string) string {
 	var r struct {
 		EventSource string `json:"eventSource"`
 	}
-	if json.Unmarshal([]byte(text), &r) == nil && r.EventSource == pipe.EventSourceRabbitMQ {
+	if json.Unmarshal([]byte(text), &r) == nil && r.EventSource == core.EventSourceRabbitMQ {
 		return "RabbitMQ"
 	}
 	return "SQS"

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/batching"
 	"github.com/pipesproject/pipes/internal/kit/httpcore"
 	"github.com/pipesproject/pipes/pipe"
@@ -328,11 +329,11 @@ func (t *Target) deliverEach(ctx context.Context, events []*pipe.Event) (pipe.Re
 		}
 		if !errors.Is(err, errNotSent) {
 			sent++
-			if pipe.IsThrottled(err) {
+			if core.IsThrottled(err) {
 				throttled++
 				firstThrottled = cmp.Or(firstThrottled, err)
 			}
-			if !pipe.IsPermanent(err) {
+			if !core.IsPermanent(err) {
 				retryable++
 				firstRetryable = cmp.Or(firstRetryable, err)
 			}

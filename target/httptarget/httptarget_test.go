@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/httptarget"
 )
@@ -143,7 +144,7 @@ func TestBatchAnswers(t *testing.T) {
 				if !errors.Is(err, pipe.ErrMalformedAnswer) {
 					t.Fatalf("error = %v, want one wrapping ErrMalformedAnswer", err)
 				}
-				if pipe.IsPermanent(err) || pipe.IsThrottled(err) {
+				if core.IsPermanent(err) || core.IsThrottled(err) {
 					t.Errorf("a malformed answer is classified permanent or throttled: %v", err)
 				}
 				if !strings.Contains(err.Error(), "200") {
@@ -194,10 +195,10 @@ func TestBatchStatuses(t *testing.T) {
 			if err == nil {
 				t.Fatal("Deliver succeeded, want a whole-batch error")
 			}
-			if got := pipe.IsPermanent(err); got != tt.permanent {
+			if got := core.IsPermanent(err); got != tt.permanent {
 				t.Errorf("IsPermanent = %v, want %v (%v)", got, tt.permanent, err)
 			}
-			if got := pipe.IsThrottled(err); got != tt.throttled {
+			if got := core.IsThrottled(err); got != tt.throttled {
 				t.Errorf("IsThrottled = %v, want %v (%v)", got, tt.throttled, err)
 			}
 			msg := err.Error()
@@ -226,7 +227,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 	if err == nil {
 		t.Fatal("Deliver succeeded, want a timeout")
 	}
-	if !errors.Is(err, context.DeadlineExceeded) || pipe.IsPermanent(err) || pipe.IsThrottled(err) {
+	if !errors.Is(err, context.DeadlineExceeded) || core.IsPermanent(err) || core.IsThrottled(err) {
 		t.Errorf("error = %v, want a plain retryable timeout", err)
 	}
 	if !strings.Contains(err.Error(), "no answer within 20ms") {
@@ -243,7 +244,7 @@ func TestConnectionRefusedIsRetryable(t *testing.T) {
 	if err == nil {
 		t.Fatal("Deliver succeeded against a closed server")
 	}
-	if pipe.IsPermanent(err) || pipe.IsThrottled(err) {
+	if core.IsPermanent(err) || core.IsThrottled(err) {
 		t.Errorf("error = %v, want a plain retryable error", err)
 	}
 }
@@ -382,7 +383,7 @@ func TestOneRequestPerEvent(t *testing.T) {
 			t.Errorf("item %s failed: %v", f.ID, f.Err)
 			continue
 		}
-		if f.Err == nil || pipe.IsPermanent(f.Err) != w.permanent || pipe.IsThrottled(f.Err) != w.throttled {
+		if f.Err == nil || core.IsPermanent(f.Err) != w.permanent || core.IsThrottled(f.Err) != w.throttled {
 			t.Errorf("item %s: error %v, want permanent=%v throttled=%v", f.ID, f.Err, w.permanent, w.throttled)
 		}
 	}
@@ -392,7 +393,7 @@ func TestOneRequestPerEventAllThrottledThrottlesTheBatch(t *testing.T) {
 	srv, _ := recording(t, func([]byte) int { return http.StatusTooManyRequests })
 	tg := newTarget(t, httptarget.Config{URL: srv.URL})
 	_, err := tg.Deliver(context.Background(), events("a", "b", "c"))
-	if !pipe.IsThrottled(err) {
+	if !core.IsThrottled(err) {
 		t.Fatalf("error = %v, want a whole-batch Throttled error", err)
 	}
 }
@@ -527,7 +528,7 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tg := newTarget(t, httptarget.Config{URL: srv.URL + "/old", Batch: true})
 	_, err := tg.Deliver(context.Background(), events("a"))
-	if !pipe.IsPermanent(err) || !strings.Contains(err.Error(), "307") {
+	if !core.IsPermanent(err) || !strings.Contains(err.Error(), "307") {
 		t.Fatalf("error = %v, want a permanent error naming 307", err)
 	}
 }
@@ -730,8 +731,8 @@ func TestEchoedCredentialsNeverInErrors(t *testing.T) {
 					}
 					return es
 				}()...) {
-					if e != nil && tt.status != 200 && pipe.IsPermanent(e) != wantPermanent {
-						t.Errorf("error %v: permanent = %v, want %v", e, pipe.IsPermanent(e), wantPermanent)
+					if e != nil && tt.status != 200 && core.IsPermanent(e) != wantPermanent {
+						t.Errorf("error %v: permanent = %v, want %v", e, core.IsPermanent(e), wantPermanent)
 					}
 					if e != nil && tt.status == 200 && !errors.Is(e, pipe.ErrMalformedAnswer) {
 						t.Errorf("error %v no longer wraps ErrMalformedAnswer", e)
@@ -872,7 +873,7 @@ func TestOneRequestPerEventStopsAMessageGroupAtItsFirstFailure(t *testing.T) {
 				if !slices.Contains(tt.wantNotSent, f.ID) {
 					continue
 				}
-				if pipe.IsPermanent(f.Err) || !strings.Contains(f.Err.Error(), "an earlier message") {
+				if core.IsPermanent(f.Err) || !strings.Contains(f.Err.Error(), "an earlier message") {
 					t.Errorf("%s: error %v, want a retryable one saying an earlier message of the group failed", f.ID, f.Err)
 				}
 			}
@@ -884,7 +885,7 @@ func TestOneRequestPerEventThrottledAtTheHeadOfEveryGroupThrottlesTheBatch(t *te
 	srv, _, _ := arrivals(t, func(string) int { return http.StatusTooManyRequests })
 	tg := newTarget(t, httptarget.Config{URL: srv.URL})
 	_, err := tg.Deliver(context.Background(), grouped("A/a1", "A/a2", "B/b1", "B/b2"))
-	if !pipe.IsThrottled(err) {
+	if !core.IsThrottled(err) {
 		t.Fatalf("error = %v, want a whole-batch Throttled error", err)
 	}
 }
@@ -927,8 +928,8 @@ func TestOneRequestPerEventAllFailingRetryablyFailsTheBatch(t *testing.T) {
 			if err == nil || len(r.Failures) != 0 {
 				t.Fatalf("Deliver = %v, %v; want a whole-batch error", r.Failures, err)
 			}
-			if pipe.IsPermanent(err) || pipe.IsThrottled(err) != tt.throttled {
-				t.Errorf("error %v: permanent %v, throttled %v; want retryable, throttled %v", err, pipe.IsPermanent(err), pipe.IsThrottled(err), tt.throttled)
+			if core.IsPermanent(err) || core.IsThrottled(err) != tt.throttled {
+				t.Errorf("error %v: permanent %v, throttled %v; want retryable, throttled %v", err, core.IsPermanent(err), core.IsThrottled(err), tt.throttled)
 			}
 		})
 	}
@@ -938,7 +939,7 @@ func TestOneRequestPerEventAllFailingRetryablyFailsTheBatch(t *testing.T) {
 		srv.Close()
 		tg := newTarget(t, httptarget.Config{URL: url, Timeout: 2 * time.Second})
 		r, err := tg.Deliver(context.Background(), events("a", "b"))
-		if err == nil || len(r.Failures) != 0 || pipe.IsPermanent(err) {
+		if err == nil || len(r.Failures) != 0 || core.IsPermanent(err) {
 			t.Fatalf("Deliver = %v, %v; want a retryable whole-batch error", r.Failures, err)
 		}
 	})

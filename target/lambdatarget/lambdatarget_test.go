@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/lambdatarget"
 )
@@ -204,7 +205,7 @@ func TestPartialBatchAnswersFollowLambdasList(t *testing.T) {
 			tg := start(t, &fake{reply: reply{body: tt.body}}, lambdatarget.Config{})
 			res, err := tg.Deliver(t.Context(), events())
 			if tt.malformed {
-				if !errors.Is(err, pipe.ErrMalformedAnswer) || pipe.IsPermanent(err) {
+				if !errors.Is(err, pipe.ErrMalformedAnswer) || core.IsPermanent(err) {
 					t.Fatalf("Deliver = %+v, %v; want a retryable error wrapping ErrMalformedAnswer", res, err)
 				}
 				return
@@ -237,7 +238,7 @@ func TestAFunctionErrorFailsTheWholeBatchWithItsMessage(t *testing.T) {
 			tg := start(t, &fake{reply: reply{fnError: tt.kind, body: tt.body}}, lambdatarget.Config{})
 			res, err := tg.Deliver(t.Context(), events())
 			var fe *lambdatarget.FunctionError
-			if !errors.As(err, &fe) || pipe.IsPermanent(err) || pipe.IsThrottled(err) {
+			if !errors.As(err, &fe) || core.IsPermanent(err) || core.IsThrottled(err) {
 				t.Fatalf("Deliver = %+v, %v; want a retryable *FunctionError", res, err)
 			}
 			if fe.Kind != tt.kind || fe.ErrorCode() != tt.wantCode || !strings.Contains(err.Error(), tt.wantIn) {
@@ -275,8 +276,8 @@ func TestCallFailuresAreClassified(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Deliver = %+v, nil; want an error", res)
 			}
-			if pipe.IsPermanent(err) != tt.permanent || pipe.IsThrottled(err) != tt.thrott {
-				t.Errorf("error %v: permanent %t throttled %t, want %t %t", err, pipe.IsPermanent(err), pipe.IsThrottled(err), tt.permanent, tt.thrott)
+			if core.IsPermanent(err) != tt.permanent || core.IsThrottled(err) != tt.thrott {
+				t.Errorf("error %v: permanent %t throttled %t, want %t %t", err, core.IsPermanent(err), core.IsThrottled(err), tt.permanent, tt.thrott)
 			}
 			if !strings.Contains(err.Error(), tt.errType) {
 				t.Errorf("error %v does not name %s", err, tt.errType)

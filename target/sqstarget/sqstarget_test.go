@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/sqstarget"
@@ -264,7 +265,7 @@ func TestAnEmptyGroupIDOnAFIFOQueueIsAPermanentFailureOfThatMessageOnly(t *testi
 	if got := failedIDs(res); !slices.Equal(got, []string{"m2"}) {
 		t.Fatalf("failed = %v, want [m2]", got)
 	}
-	if !pipe.IsPermanent(res.Failures[0].Err) || !strings.Contains(res.Failures[0].Err.Error(), "rendered empty") {
+	if !core.IsPermanent(res.Failures[0].Err) || !strings.Contains(res.Failures[0].Err.Error(), "rendered empty") {
 		t.Errorf("failure = %v, want a permanent 'rendered empty' error", res.Failures[0].Err)
 	}
 	if got := receiveAll(t, c, url); len(got) != 1 {
@@ -294,7 +295,7 @@ func TestAnEntrySQSRefusesFailsOnlyItsMessageWhileTheOthersAreSent(t *testing.T)
 	}
 	for _, f := range res.Failures {
 		var ee *sqstarget.EntryError
-		if !pipe.IsPermanent(f.Err) || !errors.As(f.Err, &ee) || ee.Code == "" {
+		if !core.IsPermanent(f.Err) || !errors.As(f.Err, &ee) || ee.Code == "" {
 			t.Errorf("failure of %s = %v, want a permanent *EntryError with a code", f.ID, f.Err)
 		}
 	}
@@ -335,7 +336,7 @@ func TestAMissingQueueFailsTheWholeBatchPermanently(t *testing.T) {
 	ep := sqstest.Endpoint(t)
 	tg := newTarget(t, sqstarget.Config{QueueURL: ep + "/123456789012/" + sqstest.QueueName("missing", "")})
 	res, err := tg.Deliver(t.Context(), []*pipe.Event{payloadEvent("m1", "x"), payloadEvent("m2", "y")})
-	if err == nil || !pipe.IsPermanent(err) {
+	if err == nil || !core.IsPermanent(err) {
 		t.Fatalf("Deliver = %+v, %v; want a permanent error", res, err)
 	}
 }
@@ -353,7 +354,7 @@ func TestAPayloadTooLargeForSQSFailsOnlyItsMessage(t *testing.T) {
 	if got := failedIDs(res); !slices.Equal(got, []string{"m2"}) {
 		t.Fatalf("failed = %v, want [m2]", got)
 	}
-	if !pipe.IsPermanent(res.Failures[0].Err) {
+	if !core.IsPermanent(res.Failures[0].Err) {
 		t.Errorf("failure = %v, want permanent", res.Failures[0].Err)
 	}
 	if got := bodies(receiveAll(t, c, url)); !slices.Equal(got, []string{"small", "small too"}) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/pipe"
 )
@@ -162,10 +163,10 @@ func (s *Secrets) Error(err error) error {
 		}
 	}
 	var out error = r
-	if pipe.IsPermanent(err) {
+	if core.IsPermanent(err) {
 		out = pipe.Permanent(out)
 	}
-	if pipe.IsThrottled(err) {
+	if core.IsThrottled(err) {
 		out = pipe.Throttled(out)
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -51,8 +52,8 @@ func TestErrorRedactsTheWholeChainAndKeepsTheClassification(t *testing.T) {
 		err   error
 		check func(error) bool
 	}{
-		{"permanent", fmt.Errorf("delivering: %w", pipe.Permanent(leak)), pipe.IsPermanent},
-		{"throttled", pipe.Throttled(fmt.Errorf("answered 429: %w", leak)), pipe.IsThrottled},
+		{"permanent", fmt.Errorf("delivering: %w", pipe.Permanent(leak)), core.IsPermanent},
+		{"throttled", pipe.Throttled(fmt.Errorf("answered 429: %w", leak)), core.IsThrottled},
 		{"malformed", fmt.Errorf("%w: id %w", pipe.ErrMalformedAnswer, leak), func(e error) bool { return errors.Is(e, pipe.ErrMalformedAnswer) }},
 		{"cancelled", fmt.Errorf("cancelled: %w: %w", context.Canceled, leak), func(e error) bool { return errors.Is(e, context.Canceled) }},
 		{"a secret only in a wrapped error's text", &hiding{leak}, func(e error) bool { return true }},

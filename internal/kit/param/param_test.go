@@ -3,6 +3,7 @@ package param
 import (
 	"testing"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -128,7 +129,7 @@ func TestMessageGroupRendersTheGroupAndTheDeduplicationID(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g, d, err := tt.mg.Render(ev)
 			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr || !pipe.IsPermanent(err) {
+				if err == nil || err.Error() != tt.wantErr || !core.IsPermanent(err) {
 					t.Fatalf("Render error = %v, want permanent %q", err, tt.wantErr)
 				}
 				return
