@@ -16,6 +16,7 @@ import (
 
 	"github.com/pipesproject/pipes/enrich"
 	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -54,7 +55,7 @@ func errKind(err error) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, pipe.ErrMalformedAnswer):
+	case errors.Is(err, partial.ErrMalformedAnswer):
 		return "malformed"
 	case core.IsThrottled(err):
 		return "throttled"

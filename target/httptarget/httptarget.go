@@ -26,6 +26,7 @@ import (
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/batching"
 	"github.com/pipesproject/pipes/internal/kit/httpcore"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -259,16 +260,16 @@ func (c *batchCall) body() io.Reader { return c.array.Again() }
 func (t *Target) batchAnswer(events []*pipe.Event, status int, answer []byte, err error) (pipe.Result, error) {
 	switch {
 	case errors.Is(err, httpcore.ErrAnswerTooLarge):
-		return pipe.Result{}, fmt.Errorf("answered %d: %w: larger than %d bytes", status, pipe.ErrMalformedAnswer, httpcore.MaxAnswer)
+		return pipe.Result{}, fmt.Errorf("answered %d: %w: larger than %d bytes", status, partial.ErrMalformedAnswer, httpcore.MaxAnswer)
 	case err != nil:
 		return pipe.Result{}, err
 	}
-	r, err := pipe.ParseBatchResponse(answer, inBatch(events))
+	r, err := partial.ParseBatchResponse(answer, inBatch(events))
 	if err != nil {
 		// Quote the parser's reason, scrubbed: it may echo an identifier.
-		reason := strings.TrimPrefix(err.Error(), pipe.ErrMalformedAnswer.Error())
+		reason := strings.TrimPrefix(err.Error(), partial.ErrMalformedAnswer.Error())
 		reason = strings.TrimPrefix(reason, ": ")
-		return pipe.Result{}, fmt.Errorf("answered %d: %w: %s; answer: %q", status, pipe.ErrMalformedAnswer,
+		return pipe.Result{}, fmt.Errorf("answered %d: %w: %s; answer: %q", status, partial.ErrMalformedAnswer,
 			t.core.Scrub(reason), t.core.Snippet(answer))
 	}
 	return r, nil

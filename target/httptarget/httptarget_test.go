@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/httptarget"
 )
@@ -141,7 +142,7 @@ func TestBatchAnswers(t *testing.T) {
 			tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: true})
 			r, err := tg.Deliver(context.Background(), events("a", "b", "c"))
 			if tt.malformed {
-				if !errors.Is(err, pipe.ErrMalformedAnswer) {
+				if !errors.Is(err, partial.ErrMalformedAnswer) {
 					t.Fatalf("error = %v, want one wrapping ErrMalformedAnswer", err)
 				}
 				if core.IsPermanent(err) || core.IsThrottled(err) {
@@ -167,7 +168,7 @@ func TestBatchAnswerLargerThanSixMegabytesIsMalformed(t *testing.T) {
 	srv := answering(t, http.StatusOK, big)
 	tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: true})
 	_, err := tg.Deliver(context.Background(), events("a"))
-	if !errors.Is(err, pipe.ErrMalformedAnswer) {
+	if !errors.Is(err, partial.ErrMalformedAnswer) {
 		t.Fatalf("error = %v, want one wrapping ErrMalformedAnswer", err)
 	}
 }
@@ -734,7 +735,7 @@ func TestEchoedCredentialsNeverInErrors(t *testing.T) {
 					if e != nil && tt.status != 200 && core.IsPermanent(e) != wantPermanent {
 						t.Errorf("error %v: permanent = %v, want %v", e, core.IsPermanent(e), wantPermanent)
 					}
-					if e != nil && tt.status == 200 && !errors.Is(e, pipe.ErrMalformedAnswer) {
+					if e != nil && tt.status == 200 && !errors.Is(e, partial.ErrMalformedAnswer) {
 						t.Errorf("error %v no longer wraps ErrMalformedAnswer", e)
 					}
 				}

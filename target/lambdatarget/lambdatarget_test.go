@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/lambdatarget"
 )
@@ -205,7 +206,7 @@ func TestPartialBatchAnswersFollowLambdasList(t *testing.T) {
 			tg := start(t, &fake{reply: reply{body: tt.body}}, lambdatarget.Config{})
 			res, err := tg.Deliver(t.Context(), events())
 			if tt.malformed {
-				if !errors.Is(err, pipe.ErrMalformedAnswer) || core.IsPermanent(err) {
+				if !errors.Is(err, partial.ErrMalformedAnswer) || core.IsPermanent(err) {
 					t.Fatalf("Deliver = %+v, %v; want a retryable error wrapping ErrMalformedAnswer", res, err)
 				}
 				return
