@@ -260,7 +260,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*delivery, j *judgement) ([]
 			if reason == nil {
 				reason = ErrReportedFailed
 			}
-			j.fail(f.ID, "enrichment", reason, FailedRetry)
+			j.fail(f.ID, "enrichment", core.RetryAfter(reason, f.RetryAfter), FailedRetry)
 		}
 		kept := out[:0:0]
 		handed := map[string]bool{}
@@ -319,7 +319,7 @@ func (p *Pipe) judgeTarget(ctx context.Context, j *judgement, events []*Event, r
 		if reason == nil {
 			reason = ErrReportedFailed
 		}
-		j.fail(f.ID, "target", reason, shutdownOr(ctx, FailedRetry))
+		j.fail(f.ID, "target", core.RetryAfter(reason, f.RetryAfter), shutdownOr(ctx, FailedRetry))
 	}
 	for _, ev := range events {
 		j.fail(ev.ID(), "", nil, Succeeded)
@@ -479,7 +479,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*delivery, v []verdict, 
 			case p.deadLetterable(err):
 				items = append(items, settle{d: d, v: verbTerm, reason: atStage(v[i].stage, err)})
 			default:
-				items = append(items, p.failItem(d))
+				items = append(items, p.failItem(d, err))
 			}
 			if !p.deadLetterable(err) && p.info.MaxReceiveCount > 0 && d.NumDelivered() >= p.info.MaxReceiveCount {
 				onWayToDLQ++ // its last allowed receive failed: the redrive policy moves it
@@ -547,7 +547,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*delivery, v []verdict, 
 		case failedGroups[g]: // a verdict in the group: what follows fails with it
 			for _, d := range rest {
 				p.countFailure("fifo")
-				items = append(items, p.failItem(d))
+				items = append(items, p.failItem(d, nil))
 			}
 		default:
 			p.keepLocked(heldBatch{ds: rest, at: time.Now(), tries: tries, failedAt: h.failedAt})
@@ -589,9 +589,13 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*delivery, v []verdict, 
 	p.signal()
 }
 
-// failItem is the verb of a failure that is to be retried: NakWithDelay
-// by retry_backoff when set, else a retry when the lease ends.
-func (p *Pipe) failItem(d *delivery) settle {
+// failItem is the verb of a failure err that is to be retried:
+// NakWithDelay by the item's RetryAfter when its target gave one, else by
+// retry_backoff when set, else a retry when the lease ends.
+func (p *Pipe) failItem(d *delivery, err error) settle {
+	if delay := core.RetryAfterOf(err); delay > 0 {
+		return settle{d: d, v: verbNak, delay: delay}
+	}
 	if p.opt.RetryBackoff != nil {
 		return settle{d: d, v: verbNak, delay: p.opt.RetryBackoff.Delay(d.NumDelivered())}
 	}

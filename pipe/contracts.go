@@ -237,12 +237,27 @@ type Result struct {
 	Failures []ItemFailure
 }
 
-// ItemFailure names one failed item and why it failed.
+// ItemFailure names one failed item and why it failed. What becomes of
+// the item is the error's to say:
+//
+//   - a plain error (or none): the item is retried by the source's rules
+//     (retry_backoff, else when its lease ends), and dead-lettered when
+//     its receives run out;
+//   - Permanent(err): dead-letter it now, without another try;
+//   - RetryAfter > 0 with a retryable error: try it again after that
+//     long (a downstream's Retry-After) rather than by retry_backoff.
 type ItemFailure struct {
 	// ID is the message id of the failed item.
 	ID string
 	// Err says why; it may be nil when the target gave no reason.
 	Err error
+	// RetryAfter, when positive, is how long the item should wait before
+	// it is delivered again: the pipe gives its message back with that
+	// delay (SQS: ChangeMessageVisibility; RabbitMQ: its delayed retry;
+	// the memory queue: hidden that long), in place of retry_backoff. It
+	// counts as a failed try like any other, and means nothing for a
+	// Permanent error. SQS caps a delay at 12 hours.
+	RetryAfter time.Duration
 }
 
 // Fail returns a Result failing the given ids with the same reason.

@@ -411,6 +411,41 @@ func TestRetryBackoffDelaysFailedItemsByReceiveCount(t *testing.T) {
 	}
 }
 
+func TestAnItemsRetryAfterDelaysItsNextTry(t *testing.T) {
+	tests := []struct {
+		name    string
+		backoff *pipe.Backoff
+	}{
+		{"without a retry backoff, the queue's hour-long lease is not waited for", nil},
+		{"in place of a retry backoff of a minute", &pipe.Backoff{Base: time.Minute, Factor: 1, Max: time.Minute}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := memory.NewBroker()
+			q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: time.Hour})
+			send(t, q, `{"n":1}`)
+			var mu sync.Mutex
+			var times []time.Time
+			target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				times = append(times, time.Now())
+				if len(times) == 1 {
+					return pipe.Result{Failures: []pipe.ItemFailure{{ID: events[0].ID(), Err: errors.New("busy"), RetryAfter: time.Second}}}, nil
+				}
+				return pipe.Result{}, nil
+			})
+			runDrain(t, pipe.Options{Source: drainable{q}, Target: target, RetryBackoff: tt.backoff})
+			if len(times) != 2 {
+				t.Fatalf("target called %d times, want 2", len(times))
+			}
+			if d := times[1].Sub(times[0]); d < 900*time.Millisecond || d > 10*time.Second {
+				t.Fatalf("retried after %v, want about the 1 s the target asked for", d)
+			}
+		})
+	}
+}
+
 // fanOut is an enrichment that drops bodies holding "drop", fails bodies
 // holding "bad", and turns every other event into two.
 type fanOut struct{}

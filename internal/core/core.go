@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 )
 
 type permanentError struct{ err error }
@@ -167,3 +168,30 @@ const SampleLimit = 512
 
 // EventSourceRabbitMQ is the eventSource of Pipes RabbitMQ records.
 const EventSourceRabbitMQ = "aws:rmq"
+
+type retryAfterError struct {
+	err error
+	d   time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// RetryAfter marks err as the failure of an item that should be tried
+// again after d (pipe.ItemFailure.RetryAfter). It returns err unchanged
+// when d is not positive.
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil || d <= 0 {
+		return err
+	}
+	return &retryAfterError{err: err, d: d}
+}
+
+// RetryAfterOf returns the delay err was marked with by RetryAfter, or 0.
+func RetryAfterOf(err error) time.Duration {
+	var r *retryAfterError
+	if errors.As(err, &r) {
+		return r.d
+	}
+	return 0
+}

@@ -339,7 +339,8 @@ func (t *Target) deliverEach(ctx context.Context, events []*pipe.Event) (pipe.Re
 				firstRetryable = cmp.Or(firstRetryable, err)
 			}
 		}
-		result.Failures = append(result.Failures, pipe.ItemFailure{ID: events[i].ID(), Err: err})
+		// A 429 or 503 with a Retry-After asks for this item to wait.
+		result.Failures = append(result.Failures, pipe.ItemFailure{ID: events[i].ID(), Err: err, RetryAfter: httpcore.RetryAfterOf(err)})
 	}
 	switch {
 	case throttled > 0 && throttled == sent:

@@ -952,3 +952,49 @@ func TestOneRequestPerEventAllFailingRetryablyFailsTheBatch(t *testing.T) {
 		}
 	})
 }
+
+func TestAnItemAnswered429Or503WithRetryAfterAsksToWait(t *testing.T) {
+	tests := []struct {
+		name       string
+		status     int
+		retryAfter string
+		want       time.Duration
+	}{
+		{"503 with seconds", http.StatusServiceUnavailable, "7", 7 * time.Second},
+		{"429 with seconds", http.StatusTooManyRequests, "30", 30 * time.Second},
+		{"503 without the header leaves it to the pipe", http.StatusServiceUnavailable, "", 0},
+		{"503 with a header that is not readable leaves it to the pipe", http.StatusServiceUnavailable, "later", 0},
+		{"500 with the header: only 429 and 503 are read", http.StatusInternalServerError, "7", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				if strings.Contains(string(body), "busy") {
+					if tt.retryAfter != "" {
+						w.Header().Set("Retry-After", tt.retryAfter)
+					}
+					w.WriteHeader(tt.status)
+					return
+				}
+				w.WriteHeader(http.StatusOK)
+			}))
+			t.Cleanup(srv.Close)
+			target, err := httptarget.New(httptarget.Config{URL: srv.URL, MaxParallel: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = target.Close(context.Background()) })
+			res, err := target.Deliver(context.Background(), events("ok", "busy"))
+			if err != nil {
+				t.Fatalf("Deliver: %v", err)
+			}
+			if len(res.Failures) != 1 || res.Failures[0].ID != "busy" {
+				t.Fatalf("failures %+v, want the busy item only", res.Failures)
+			}
+			if got := res.Failures[0].RetryAfter; got != tt.want {
+				t.Errorf("RetryAfter %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
