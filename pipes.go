@@ -151,6 +151,20 @@ func (r *Registry) RegisterTarget(name string, f TargetFactory) error {
 	return nil
 }
 
+// TargetTypes returns the names of every registered target type, sorted,
+// built-in ones included: a config.Loader given them (Loader.TargetTypes)
+// accepts the embedder's own types in pipeline files.
+func (r *Registry) TargetTypes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, 0, len(r.targets))
+	for name := range r.targets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // MustRegisterTarget is RegisterTarget that panics on error.
 func (r *Registry) MustRegisterTarget(name string, f TargetFactory) {
 	if err := r.RegisterTarget(name, f); err != nil {
