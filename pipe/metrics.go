@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -112,7 +113,7 @@ type pipeMetrics struct {
 	concurrency, inflight, inflightBytes, circuitOpen                prometheus.Gauge
 	targetDuration, messageAge                                       prometheus.Observer
 	m                                                                *Metrics
-	obs                                                              Observer // SetObserver; nil: none
+	obs                                                              core.Observer // SetObserver; nil: none
 	name                                                             string
 }
 

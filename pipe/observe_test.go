@@ -17,7 +17,7 @@ type watcher struct {
 	mu                                  sync.Mutex
 	received, delivered, filtered, dead int
 	oldest                              time.Time
-	failures                            []pipe.Failure
+	failures                            []core.Failure
 }
 
 func (w *watcher) Received(n int, oldest time.Time) {
@@ -36,7 +36,7 @@ func (w *watcher) Settled(delivered, filtered int) {
 	w.filtered += filtered
 }
 
-func (w *watcher) Failed(f pipe.Failure) {
+func (w *watcher) Failed(f core.Failure) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.failures = append(w.failures, f)
@@ -48,7 +48,7 @@ func (w *watcher) DeadLettered(n int) {
 	w.dead += n
 }
 
-func (w *watcher) Scaled(pipe.ScalingDecision) {}
+func (w *watcher) Scaled(core.ScalingDecision) {}
 
 // onlyOdd is a filter that lets through the bodies holding "keep".
 type onlyKeep struct{}

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 // Bounds of what a Recorder keeps: its memory does not grow with time or
@@ -34,14 +34,14 @@ type Recorder struct {
 	mu       sync.Mutex
 	failures []Failure // ring of MaxFailures, next at failures[next%MaxFailures]
 	next     int64     // sequence number of the next failure
-	scaling  *pipe.ScalingDecision
+	scaling  *core.ScalingDecision
 	samples  []sample // ring, len at most cap(samples)
 	first    int      // index of the oldest sample
 	lastAge  time.Duration
 	ageAt    time.Time
 }
 
-var _ pipe.Observer = (*Recorder)(nil)
+var _ core.Observer = (*Recorder)(nil)
 
 // sample is the totals at one moment.
 type sample struct {
@@ -110,7 +110,7 @@ func (r *Recorder) Settled(delivered, filtered int) {
 }
 
 // Failed implements pipe.Observer.
-func (r *Recorder) Failed(f pipe.Failure) {
+func (r *Recorder) Failed(f core.Failure) {
 	r.failed.Add(1)
 	msg := "failed"
 	if f.Err != nil {
@@ -133,7 +133,7 @@ func (r *Recorder) Failed(f pipe.Failure) {
 func (r *Recorder) DeadLettered(n int) { r.dead.Add(int64(n)) }
 
 // Scaled implements pipe.Observer.
-func (r *Recorder) Scaled(d pipe.ScalingDecision) {
+func (r *Recorder) Scaled(d core.ScalingDecision) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.scaling = &d
@@ -208,7 +208,7 @@ type stats struct {
 	// interval that received any, seen at ageAt (zero: none yet).
 	oldestAge time.Duration
 	ageAt     time.Time
-	scaling   *pipe.ScalingDecision
+	scaling   *core.ScalingDecision
 	failures  int64
 }
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 // BenchmarkRecorder is what a pipe pays per call into its Recorder, on
@@ -30,7 +30,7 @@ func BenchmarkRecorder(b *testing.B) {
 	b.Run("Failed", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			r.Failed(pipe.Failure{MessageID: "m", Stage: "target", Err: err, Attempts: 1, At: sent})
+			r.Failed(core.Failure{MessageID: "m", Stage: "target", Err: err, Attempts: 1, At: sent})
 		}
 	})
 	b.Run("Sample", func(b *testing.B) {

@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/redrive"
 )
@@ -43,7 +44,7 @@ var staticFS embed.FS
 // implements it.
 type Control interface {
 	Name() string
-	Status() pipe.Status
+	Status() core.Status
 	Pause()
 	Resume()
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/internal/budget"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/procs"
 	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/pipe"
@@ -219,7 +220,7 @@ type opsView interface {
 // /status and pipes_circuit_open say that the circuit is open. While the
 // circuit holds polling the source is not asked, so its health is the
 // last one seen: the circuit opened on batches it had delivered.
-func canPoll(st pipe.Status) bool {
+func canPoll(st core.Status) bool {
 	return st.Started && !st.Stopping && (st.Ready || st.CircuitOpen)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/tracing"
 	"github.com/pipesproject/pipes/internal/kit/tracing/otlptest"
 	"github.com/pipesproject/pipes/pipe"
@@ -38,6 +39,6 @@ func BenchmarkTracedBatchOfTen(b *testing.B) {
 			_, end := span.Stage(c, st)
 			end(nil)
 		}
-		span.End(pipe.BatchOutcome{Messages: 10, Delivered: 10})
+		span.End(core.BatchOutcome{Messages: 10, Delivered: 10})
 	}
 }
