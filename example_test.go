@@ -23,7 +23,7 @@ func ExampleRegistry_RegisterFunc() {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, ev := range events {
-			got = append(got, string(ev.Payload))
+			got = append(got, string(ev.RecordJSON))
 		}
 		return pipe.Result{}, nil
 	}))

@@ -474,9 +474,9 @@ type dryRunTarget struct {
 func (d dryRunTarget) Deliver(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
 	var buf bytes.Buffer
 	for _, ev := range events {
-		in := json.RawMessage(ev.Payload)
-		if !json.Valid(ev.Payload) {
-			in, _ = json.Marshal(string(ev.Payload))
+		in := json.RawMessage(ev.RecordJSON)
+		if !json.Valid(ev.RecordJSON) {
+			in, _ = json.Marshal(string(ev.RecordJSON))
 		}
 		line, err := json.Marshal(struct {
 			Pipe        string          `json:"pipe"`

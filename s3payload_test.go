@@ -428,7 +428,7 @@ func TestS3EventNotificationsSplitIntoOneRecordPerObject(t *testing.T) {
 					Body     string          `json:"body"`
 					Envelope json.RawMessage `json:"envelope"`
 				}
-				if err := json.Unmarshal(ev.Payload, &rec); err != nil {
+				if err := json.Unmarshal(ev.RecordJSON, &rec); err != nil {
 					return pipe.Result{}, err
 				}
 				var entry struct {

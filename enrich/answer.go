@@ -240,7 +240,7 @@ func oneMessage(events []*pipe.Event) bool {
 // derive makes the event carrying payload for ev's message, sharing ev's
 // decoded body (as filters see it).
 func derive(ev *pipe.Event, payload []byte) *pipe.Event {
-	next := &pipe.Event{Message: ev.Message, Payload: bytes.Clone(payload)}
+	next := &pipe.Event{Message: ev.Message, RecordJSON: bytes.Clone(payload)}
 	body, isJSON := ev.Body()
 	next.SetBody(body, isJSON)
 	return next
@@ -265,7 +265,7 @@ func payloads(events []*pipe.Event, t *template.Template, vars template.Vars) (s
 	if t == nil {
 		bodies = make([][]byte, len(events))
 		for i, ev := range events {
-			bodies[i] = ev.Payload
+			bodies[i] = ev.RecordJSON
 		}
 		return events, bodies, res
 	}

@@ -290,7 +290,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*delivery, j *judgement) ([]
 				j.fail(ev.ID(), "transform", err, FailedRetry)
 				continue
 			}
-			ev.Payload = payload
+			ev.RecordJSON = payload
 			kept = append(kept, ev)
 		}
 		events = kept

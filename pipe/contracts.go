@@ -131,9 +131,9 @@ type Event struct {
 	// Message is the source message this event came from; its MessageID is
 	// the item identifier of partial batch answers.
 	Message *Message
-	// Payload is what the target receives for this item: by default the
+	// RecordJSON is what the target receives for this item: by default the
 	// record's JSON. An input template or enrichment replaces it.
-	Payload []byte
+	RecordJSON []byte
 	// Attributes are message attributes that targets which send messages
 	// (sqs, sns) attach to what they send, besides any of their own. The
 	// dead-letter stage puts the failure context here (ErrorCode,
@@ -172,10 +172,10 @@ func (e *Event) VouchJSON(p []byte) {
 // for the record's JSON). False means not known, not invalid. It does not
 // block and does not read the payload.
 func (e *Event) PayloadIsJSON() bool {
-	if e.lazy && e.Payload == nil {
+	if e.lazy && e.RecordJSON == nil {
 		return true // the record, to be encoded
 	}
-	return len(e.Payload) > 0 && &e.Payload[0] == e.vouched && len(e.Payload) == e.vouchedLen
+	return len(e.RecordJSON) > 0 && &e.RecordJSON[0] == e.vouched && len(e.RecordJSON) == e.vouchedLen
 }
 
 // ID is the item identifier: the source message's id.
@@ -207,7 +207,7 @@ func NewEvent(m *Message) (*Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding record %s: %w", m.MessageID, err)
 	}
-	ev := &Event{Message: m, Payload: b}
+	ev := &Event{Message: m, RecordJSON: b}
 	ev.VouchJSON(b) // Message.JSON's output is valid JSON, or an error
 	return ev, nil
 }

@@ -147,7 +147,7 @@ func deadLetterEvent(d *delivery, pipeName, sourceARN string, at time.Time) *Eve
 	if len(m.Envelope) > 0 {
 		body = string(m.Envelope)
 	}
-	return &Event{Message: m, Payload: []byte(body), Attributes: attrs}
+	return &Event{Message: m, RecordJSON: []byte(body), Attributes: attrs}
 }
 
 // stageError records the stage a failure came from, for the dead-letter

@@ -245,7 +245,7 @@ func (s *storeTarget) Deliver(ctx context.Context, events []*pipe.Event) (pipe.R
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ev := range events {
-		s.rows = append(s.rows, append([]byte(nil), ev.Payload...))
+		s.rows = append(s.rows, append([]byte(nil), ev.RecordJSON...))
 	}
 	return pipe.Result{}, nil
 }

@@ -20,32 +20,32 @@ type PayloadAppender interface {
 // yet. It does not block; it is safe for concurrent use when no stage
 // changes the event.
 func (e *Event) AppendPayload(b []byte) []byte {
-	if e.lazy && e.Payload == nil {
+	if e.lazy && e.RecordJSON == nil {
 		return e.Message.appendSQS(b, nil)
 	}
-	return append(b, e.Payload...)
+	return append(b, e.RecordJSON...)
 }
 
 // PayloadLen is the length of what AppendPayload appends, computed
 // without encoding a record. It does not block.
 func (e *Event) PayloadLen() int {
-	if e.lazy && e.Payload == nil {
+	if e.lazy && e.RecordJSON == nil {
 		if n := e.Message.recLen; n > 0 {
 			return n
 		}
 		return e.Message.sqsLen(nil)
 	}
-	return len(e.Payload)
+	return len(e.RecordJSON)
 }
 
 // PayloadBytes returns the payload: Payload, or the record encoded now
 // (into a new slice, not kept) when the payload is the record not encoded
 // yet. Callers must not modify it. It does not block.
 func (e *Event) PayloadBytes() []byte {
-	if e.lazy && e.Payload == nil {
+	if e.lazy && e.RecordJSON == nil {
 		return e.Message.appendSQS(nil, nil)
 	}
-	return e.Payload
+	return e.RecordJSON
 }
 
 // lazyRecord reports whether m's record is encoded by appendSQS without an

@@ -204,7 +204,7 @@ func TestABatchIsHandedOnBeforeItsPayloadPassesSixMegabytes(t *testing.T) {
 			target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
 				n := len(events) + 1 // the array's brackets and commas
 				for _, ev := range events {
-					n += len(ev.Payload)
+					n += len(ev.RecordJSON)
 				}
 				mu.Lock()
 				sizes = append(sizes, n)
@@ -459,7 +459,7 @@ func (fanOut) Enrich(_ context.Context, events []*pipe.Event) ([]*pipe.Event, pi
 		case strings.Contains(ev.Message.Body, "bad"):
 			res.Failures = append(res.Failures, pipe.ItemFailure{ID: ev.ID(), Err: errors.New("enrichment refused it")})
 		default:
-			out = append(out, &pipe.Event{Message: ev.Message, Payload: []byte(`"a"`)}, &pipe.Event{Message: ev.Message, Payload: []byte(`"b"`)})
+			out = append(out, &pipe.Event{Message: ev.Message, RecordJSON: []byte(`"a"`)}, &pipe.Event{Message: ev.Message, RecordJSON: []byte(`"b"`)})
 		}
 	}
 	return out, res, nil
@@ -476,10 +476,10 @@ func TestEnrichmentOutcomesMapBackToSourceMessages(t *testing.T) {
 		defer mu.Unlock()
 		var res pipe.Result
 		for _, ev := range events {
-			payloads[ev.Message.Body] = append(payloads[ev.Message.Body], string(ev.Payload))
+			payloads[ev.Message.Body] = append(payloads[ev.Message.Body], string(ev.RecordJSON))
 			// One of the two events of the "half" message fails: the
 			// message must not be deleted.
-			if strings.Contains(ev.Message.Body, "half") && string(ev.Payload) == `"b"` {
+			if strings.Contains(ev.Message.Body, "half") && string(ev.RecordJSON) == `"b"` {
 				res.Failures = append(res.Failures, pipe.ItemFailure{ID: ev.ID()})
 			}
 		}
@@ -544,7 +544,7 @@ func TestDeadLetterTarget(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				for _, ev := range events {
-					got = append(got, sent{string(ev.Payload), ev.Attributes})
+					got = append(got, sent{string(ev.RecordJSON), ev.Attributes})
 				}
 				return pipe.Result{}, nil
 			})

@@ -300,8 +300,8 @@ func TestDeadLetterEventKeepsTheOriginalBodyAndAttributes(t *testing.T) {
 			m := tt.msg()
 			d := &delivery{Message: m, reason: atStage("target", Permanent(errors.New("400 bad request")))}
 			ev := deadLetterEvent(d, "orders", "arn:aws:sqs:us-east-1:1:orders", time.Now())
-			if string(ev.Payload) != tt.wantBody {
-				t.Errorf("body %s, want %s", ev.Payload, tt.wantBody)
+			if string(ev.RecordJSON) != tt.wantBody {
+				t.Errorf("body %s, want %s", ev.RecordJSON, tt.wantBody)
 			}
 			if len(ev.Attributes) != tt.wantAttrs {
 				t.Errorf("%d attributes, want %d: %v", len(ev.Attributes), tt.wantAttrs, ev.Attributes)

@@ -154,7 +154,7 @@ func batchSent(sent time.Time, ids ...string) []*pipe.Event {
 		if !sent.IsZero() {
 			m.Attributes[pipe.AttrSentTimestamp] = strconv.FormatInt(sent.UnixMilli(), 10)
 		}
-		evs[i] = &pipe.Event{Message: m, Payload: []byte(`{}`)}
+		evs[i] = &pipe.Event{Message: m, RecordJSON: []byte(`{}`)}
 	}
 	return evs
 }

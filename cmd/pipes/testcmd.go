@@ -358,7 +358,7 @@ func evaluate(ctx context.Context, m *pipe.Message, flt pipe.Filter, enr pipe.En
 	}
 	var inputs []json.RawMessage
 	for _, ev := range events {
-		payload := ev.Payload
+		payload := ev.RecordJSON
 		if tr != nil {
 			payload, err = tr.Transform(ctx, ev)
 			if err != nil {

@@ -168,7 +168,7 @@ func start(t *testing.T, f *fake, cfg eventbridge.Config) *eventbridge.Target {
 }
 
 func payloadEvent(id, p string) *pipe.Event {
-	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, Payload: []byte(p)}
+	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
 }
 
 func numbered(n int) ([]*pipe.Event, []string) {

@@ -36,7 +36,7 @@ func events(ids ...string) []*pipe.Event {
 	for i, id := range ids {
 		evs[i] = &pipe.Event{
 			Message: &pipe.Message{MessageID: id, Body: id},
-			Payload: []byte(`{"id":"` + id + `"}`),
+			RecordJSON: []byte(`{"id":"` + id + `"}`),
 		}
 	}
 	return evs
@@ -308,8 +308,8 @@ func TestBatchRequestCarriesPayloadsAndHeaders(t *testing.T) {
 		Headers: map[string]string{"X-Api-Key": "k-123", "X-Tenant": "t1"},
 	})
 	evs := events("a", "b", "c")
-	evs[1].Payload = []byte("not json <&>")
-	evs[2].Payload = []byte(" [1, 2] ")
+	evs[1].RecordJSON = []byte("not json <&>")
+	evs[2].RecordJSON = []byte(" [1, 2] ")
 	if _, err := tg.Deliver(context.Background(), evs); err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
@@ -403,7 +403,7 @@ func TestOneRequestPerEventSendsNonJSONPayloadAsText(t *testing.T) {
 	srv, got := recording(t, func([]byte) int { return http.StatusOK })
 	tg := newTarget(t, httptarget.Config{URL: srv.URL})
 	evs := events("a")
-	evs[0].Payload = []byte("plain text")
+	evs[0].RecordJSON = []byte("plain text")
 	if _, err := tg.Deliver(context.Background(), evs); err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
@@ -505,7 +505,7 @@ func BenchmarkDeliverBatch(b *testing.B) {
 	payload := []byte(`{"data":"` + strings.Repeat("x", 1024-11) + `"}`)
 	evs := events("0", "1", "2", "3", "4", "5", "6", "7", "8", "9")
 	for _, ev := range evs {
-		ev.Payload = payload
+		ev.RecordJSON = payload
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -755,7 +755,7 @@ func grouped(specs ...string) []*pipe.Event {
 		}
 		evs[i] = &pipe.Event{
 			Message: &pipe.Message{MessageID: id, Body: id, Attributes: map[string]string{}},
-			Payload: []byte(`{"id":"` + id + `"}`),
+			RecordJSON: []byte(`{"id":"` + id + `"}`),
 		}
 		if group != "" {
 			evs[i].Message.Attributes[pipe.AttrMessageGroupID] = group

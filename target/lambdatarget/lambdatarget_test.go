@@ -142,7 +142,7 @@ func events() []*pipe.Event {
 	var evs []*pipe.Event
 	for _, id := range []string{"m1", "m2", "m3"} {
 		p := `{"id":"` + id + `"}`
-		evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, Payload: []byte(p)})
+		evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)})
 	}
 	return evs
 }
@@ -162,7 +162,7 @@ func TestTheFunctionGetsTheJSONArrayOfThePayloads(t *testing.T) {
 	var n counter
 	tg := start(t, f, lambdatarget.Config{OnCall: n.onCall})
 	evs := events()
-	evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: "m4"}, Payload: []byte("not json")})
+	evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: "m4"}, RecordJSON: []byte("not json")})
 	if res, err := tg.Deliver(t.Context(), evs); err != nil || len(res.Failures) > 0 {
 		t.Fatalf("Deliver = %+v, %v; want success", res, err)
 	}
@@ -356,7 +356,7 @@ func BenchmarkDeliverTenEvents(b *testing.B) {
 	var evs []*pipe.Event
 	for i := range 10 {
 		p := fmt.Sprintf(`{"id":%d,"note":"%s"}`, i, strings.Repeat("x", 500))
-		evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: fmt.Sprint(i)}, Payload: []byte(p)})
+		evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: fmt.Sprint(i)}, RecordJSON: []byte(p)})
 	}
 	b.ReportAllocs()
 	for b.Loop() {

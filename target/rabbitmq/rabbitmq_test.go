@@ -30,7 +30,7 @@ import (
 // event makes an event whose record body (what templates see) is body
 // and whose payload is payload.
 func event(id, body, payload string) *pipe.Event {
-	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: body}, Payload: []byte(payload)}
+	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: body}, RecordJSON: []byte(payload)}
 }
 
 func newTarget(t testing.TB, cfg rabbitmq.Config) *rabbitmq.Target {

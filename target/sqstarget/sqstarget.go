@@ -290,9 +290,9 @@ func messageAttribute(a pipe.MessageAttribute) types.MessageAttributeValue {
 func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
 	e := entry{ev: i, msg: types.SendMessageBatchRequestEntry{
 		Id:          aws.String(strconv.Itoa(i)),
-		MessageBody: aws.String(string(ev.Payload)),
+		MessageBody: aws.String(string(ev.RecordJSON)),
 	}}
-	e.size = len(ev.Payload)
+	e.size = len(ev.RecordJSON)
 	var attrSize int
 	e.msg.MessageAttributes, attrSize = awsclient.MessageAttributes(ev.Attributes, MaxAttributes, messageAttribute)
 	e.size += attrSize

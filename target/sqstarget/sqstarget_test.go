@@ -80,7 +80,7 @@ func event(t testing.TB, id, body string) *pipe.Event {
 
 // payloadEvent makes an event whose payload is p.
 func payloadEvent(id, p string) *pipe.Event {
-	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, Payload: []byte(p)}
+	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
 }
 
 func str(s string) *string { return &s }
@@ -227,7 +227,7 @@ func TestAFIFOQueueGetsTheGroupAndDeduplicationIDsRenderedPerEvent(t *testing.T)
 			}
 			if tt.fromRecord { // an input template replaced the payload
 				for _, ev := range events {
-					ev.Payload = []byte(`{"templated":true}`)
+					ev.RecordJSON = []byte(`{"templated":true}`)
 				}
 			}
 			res, err := tg.Deliver(t.Context(), events)
@@ -283,7 +283,7 @@ func TestAnEntrySQSRefusesFailsOnlyItsMessageWhileTheOthersAreSent(t *testing.T)
 	bad.Attributes = map[string]pipe.MessageAttribute{"x": {DataType: "Nonsense", StringValue: str("v")}}
 	// m4's enrichment fanned it out into two events; one of them is bad.
 	fanGood := payloadEvent("m4", `{"n":4}`)
-	fanBad := &pipe.Event{Message: fanGood.Message, Payload: []byte(`{"n":5}`),
+	fanBad := &pipe.Event{Message: fanGood.Message, RecordJSON: []byte(`{"n":5}`),
 		Attributes: map[string]pipe.MessageAttribute{"y": {DataType: "Number", StringValue: str("not a number")}}}
 	events := []*pipe.Event{payloadEvent("m1", `{"n":1}`), bad, payloadEvent("m3", `{"n":3}`), fanGood, fanBad}
 	res, err := tg.Deliver(t.Context(), events)

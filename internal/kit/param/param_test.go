@@ -72,7 +72,7 @@ func TestRecordViewSeesTheRecordNotThePayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev.Payload = []byte(`{"c":"transformed"}`)
+	ev.RecordJSON = []byte(`{"c":"transformed"}`)
 	p, err := Parse("x", "$.body.c")
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestMessageGroupRendersTheGroupAndTheDeduplicationID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev.Payload = []byte(`{"c":"payload"}`)
+	ev.RecordJSON = []byte(`{"c":"payload"}`)
 	mustParse := func(s string) Param {
 		p, err := Parse("x", s)
 		if err != nil {
