@@ -149,14 +149,14 @@ type Event struct {
 	vouched    *byte
 	vouchedLen int
 	// lazy: the payload is the message's record, not encoded yet (see
-	// PayloadAppender); Payload stays nil until a stage sets one.
+	// PayloadAppender); RecordJSON stays nil until a stage sets one.
 	lazy bool
 }
 
 // VouchJSON records that p, a payload the caller built and knows to be
 // valid JSON (a record's JSON, a JSON-kind template's output), is valid
 // JSON, so that targets do not check it again (see PayloadIsJSON). It
-// vouches for that slice only: once Payload is another slice, it is
+// vouches for that slice only: once RecordJSON is another slice, it is
 // checked again. The caller must not change p's bytes afterwards. It does
 // not block; it is not safe for concurrent use with PayloadIsJSON: stages
 // call it on the event they are handling.
@@ -167,7 +167,7 @@ func (e *Event) VouchJSON(p []byte) {
 	e.vouched, e.vouchedLen = &p[0], len(p)
 }
 
-// PayloadIsJSON reports whether Payload is known to be valid JSON without
+// PayloadIsJSON reports whether RecordJSON is known to be valid JSON without
 // looking at it: it is the slice last given to VouchJSON (NewEvent vouches
 // for the record's JSON). False means not known, not invalid. It does not
 // block and does not read the payload.

@@ -17,7 +17,7 @@ import (
 //
 // Paths are evaluated against the event as the transformer receives it.
 // While the event's payload is its source record (no enrichment ran, or
-// Payload is empty), that is the Pipes SQS record with `body` decoded when it
+// RecordJSON is empty), that is the Pipes SQS record with `body` decoded when it
 // is valid JSON (from ev.Body(), shared with filters) and the raw string
 // otherwise; the payload itself is not decoded. Once an enrichment replaced
 // the payload, paths are evaluated against that payload, decoded when it is
