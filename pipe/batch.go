@@ -9,40 +9,40 @@ import (
 	"github.com/pipesproject/pipes/internal/core"
 )
 
-// Outcome is what happened to one message; the pipe settles it accordingly.
-type Outcome int
+// outcome is what happened to one message; the pipe settles it accordingly.
+type outcome int
 
 // The outcomes of a message.
 const (
-	// Succeeded: the target took it; it is deleted.
-	Succeeded Outcome = iota + 1
-	// Filtered: it did not pass the filter; it is deleted.
-	Filtered
-	// FailedRetry: it failed; it stays in the queue and comes back after its
+	// outSucceeded: the target took it; it is deleted.
+	outSucceeded outcome = iota + 1
+	// outFiltered: it did not pass the filter; it is deleted.
+	outFiltered
+	// outFailedRetry: it failed; it stays in the queue and comes back after its
 	// visibility timeout (or the retry backoff), so the queue's redrive
 	// policy dead-letters it in the end.
-	FailedRetry
-	// Released: it was not finished at shutdown; it is made visible at once.
-	Released
+	outFailedRetry
+	// outReleased: it was not finished at shutdown; it is made visible at once.
+	outReleased
 )
 
 // String is the outcome's name as logs and metrics show it.
-func (o Outcome) String() string {
+func (o outcome) String() string {
 	switch o {
-	case Succeeded:
+	case outSucceeded:
 		return "succeeded"
-	case Filtered:
+	case outFiltered:
 		return "filtered"
-	case FailedRetry:
+	case outFailedRetry:
 		return "failed"
-	case Released:
+	case outReleased:
 		return "released"
 	}
 	return "undecided"
 }
 
 type verdict struct {
-	outcome Outcome
+	outcome outcome
 	stage   string
 	err     error
 	// outage: a failure that is no verdict on the message (outageOf, or
@@ -107,7 +107,7 @@ func (p *Pipe) panicked(r any, v []verdict) error {
 	p.log.Error("batch panicked; its undecided messages fail", "error", err)
 	for i := range v {
 		if v[i].outcome == 0 {
-			v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
+			v[i] = verdict{outcome: outFailedRetry, stage: "runtime", err: err}
 		}
 	}
 	return err
@@ -162,7 +162,7 @@ func (j *judgement) first(id string) int {
 }
 
 // fail decides every undecided item of a message.
-func (j *judgement) fail(id, stage string, err error, outcome Outcome) {
+func (j *judgement) fail(id, stage string, err error, outcome outcome) {
 	decide := func(i int) {
 		if j.v[i].outcome == 0 {
 			j.v[i] = verdict{outcome: outcome, stage: stage, err: err}
@@ -186,11 +186,11 @@ func (j *judgement) undecided(ev *Event) bool {
 	return j.v[j.first(ev.ID())].outcome == 0
 }
 
-// shutdownOr is o, or Released when ctx was cut short by shutdown: the
+// shutdownOr is o, or outReleased when ctx was cut short by shutdown: the
 // message is given back at once.
-func shutdownOr(ctx context.Context, o Outcome) Outcome {
+func shutdownOr(ctx context.Context, o outcome) outcome {
 	if ctx.Err() != nil {
-		return Released
+		return outReleased
 	}
 	return o
 }
@@ -207,24 +207,24 @@ func (p *Pipe) prepare(ctx context.Context, batch []*delivery, j *judgement) ([]
 	for i, d := range batch {
 		m := d.Message
 		if m.UnwrapErr != nil {
-			v[i] = verdict{outcome: FailedRetry, stage: "unwrap", err: m.UnwrapErr}
+			v[i] = verdict{outcome: outFailedRetry, stage: "unwrap", err: m.UnwrapErr}
 			continue
 		}
 		if m.Split == nil {
 			ev, err := p.newEvent(m)
 			if err != nil {
-				v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
+				v[i] = verdict{outcome: outFailedRetry, stage: "runtime", err: err}
 				continue
 			}
 			j.register(ev.ID(), i)
 			if p.opt.Filter != nil {
 				ok, err := p.opt.Filter.Match(ctx, ev)
 				if err != nil {
-					v[i] = verdict{outcome: FailedRetry, stage: "filter", err: err}
+					v[i] = verdict{outcome: outFailedRetry, stage: "filter", err: err}
 					continue
 				}
 				if !ok {
-					v[i] = verdict{outcome: Filtered}
+					v[i] = verdict{outcome: outFiltered}
 					continue
 				}
 			}
@@ -251,7 +251,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*delivery, j *judgement) ([]
 		endEnrich(err)
 		if err != nil {
 			for _, ev := range events {
-				j.fail(ev.ID(), "enrichment", err, shutdownOr(ctx, FailedRetry))
+				j.fail(ev.ID(), "enrichment", err, shutdownOr(ctx, outFailedRetry))
 			}
 			return nil, err
 		}
@@ -260,7 +260,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*delivery, j *judgement) ([]
 			if reason == nil {
 				reason = ErrReportedFailed
 			}
-			j.fail(f.ID, "enrichment", core.RetryAfter(reason, f.RetryAfter), FailedRetry)
+			j.fail(f.ID, "enrichment", core.RetryAfter(reason, f.RetryAfter), outFailedRetry)
 		}
 		kept := out[:0:0]
 		handed := map[string]bool{}
@@ -277,7 +277,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*delivery, j *judgement) ([]
 		// empty answer means the target is not called).
 		for _, ev := range events {
 			if !handed[ev.ID()] {
-				j.fail(ev.ID(), "", nil, Filtered)
+				j.fail(ev.ID(), "", nil, outFiltered)
 			}
 		}
 		events = kept
@@ -287,7 +287,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*delivery, j *judgement) ([]
 		for _, ev := range events {
 			payload, err := p.opt.Transformer.Transform(ctx, ev)
 			if err != nil {
-				j.fail(ev.ID(), "transform", err, FailedRetry)
+				j.fail(ev.ID(), "transform", err, outFailedRetry)
 				continue
 			}
 			ev.RecordJSON = payload
@@ -310,7 +310,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*delivery, j *judgement) ([]
 func (p *Pipe) judgeTarget(ctx context.Context, j *judgement, events []*Event, res Result, err error) error {
 	if err != nil {
 		for _, ev := range events {
-			j.fail(ev.ID(), "target", err, shutdownOr(ctx, FailedRetry))
+			j.fail(ev.ID(), "target", err, shutdownOr(ctx, outFailedRetry))
 		}
 		return err
 	}
@@ -319,29 +319,29 @@ func (p *Pipe) judgeTarget(ctx context.Context, j *judgement, events []*Event, r
 		if reason == nil {
 			reason = ErrReportedFailed
 		}
-		j.fail(f.ID, "target", core.RetryAfter(reason, f.RetryAfter), shutdownOr(ctx, FailedRetry))
+		j.fail(f.ID, "target", core.RetryAfter(reason, f.RetryAfter), shutdownOr(ctx, outFailedRetry))
 	}
 	for _, ev := range events {
-		j.fail(ev.ID(), "", nil, Succeeded)
+		j.fail(ev.ID(), "", nil, outSucceeded)
 	}
 	return nil
 }
 
 // splitEvents adds the events of a message that stands for several
 // records (Message.Split) that pass the filter, and returns the message's
-// verdict so far: none while any record goes on, Filtered when none does,
+// verdict so far: none while any record goes on, outFiltered when none does,
 // a failure when one could not be encoded or filtered.
 func (p *Pipe) splitEvents(ctx context.Context, m *Message, events *[]*Event) verdict {
 	passed := 0
 	for _, r := range m.Split {
 		ev, err := NewEvent(r)
 		if err != nil {
-			return verdict{outcome: FailedRetry, stage: "runtime", err: err}
+			return verdict{outcome: outFailedRetry, stage: "runtime", err: err}
 		}
 		if p.opt.Filter != nil {
 			ok, err := p.opt.Filter.Match(ctx, ev)
 			if err != nil {
-				return verdict{outcome: FailedRetry, stage: "filter", err: err}
+				return verdict{outcome: outFailedRetry, stage: "filter", err: err}
 			}
 			if !ok {
 				continue
@@ -351,7 +351,7 @@ func (p *Pipe) splitEvents(ctx context.Context, m *Message, events *[]*Event) ve
 		passed++
 	}
 	if passed == 0 {
-		return verdict{outcome: Filtered}
+		return verdict{outcome: outFiltered}
 	}
 	return verdict{}
 }
@@ -371,20 +371,20 @@ func applyFIFO(batch []*delivery, v []verdict) map[string]bool {
 		g := d.Message.GroupID()
 		if h, ok := heads[g]; ok {
 			switch {
-			case v[i].outcome == Released:
+			case v[i].outcome == outReleased:
 			case h.outage:
-				if v[i].outcome != FailedRetry {
-					v[i] = verdict{outcome: FailedRetry, stage: "fifo", err: fmt.Errorf("an earlier message of group %q failed: %v", g, h.err)}
+				if v[i].outcome != outFailedRetry {
+					v[i] = verdict{outcome: outFailedRetry, stage: "fifo", err: fmt.Errorf("an earlier message of group %q failed: %v", g, h.err)}
 				}
 				v[i].outage = true
-			case v[i].outcome != FailedRetry || v[i].outage:
+			case v[i].outcome != outFailedRetry || v[i].outage:
 				// Not wrapped: this message did not fail itself, so it must not
 				// be dead-lettered for the earlier one's error.
-				v[i] = verdict{outcome: FailedRetry, stage: "fifo", err: fmt.Errorf("an earlier message of group %q failed: %v", g, h.err)}
+				v[i] = verdict{outcome: outFailedRetry, stage: "fifo", err: fmt.Errorf("an earlier message of group %q failed: %v", g, h.err)}
 			}
 			continue
 		}
-		if v[i].outcome == FailedRetry || v[i].outcome == Released {
+		if v[i].outcome == outFailedRetry || v[i].outcome == outReleased {
 			if heads == nil {
 				heads = map[string]head{}
 			}
@@ -423,7 +423,7 @@ func applyFIFO(batch []*delivery, v []verdict) map[string]bool {
 // (heartbeat) until the pipe stops and releases it.
 func (p *Pipe) settleBatch(ctx context.Context, batch []*delivery, v []verdict, batchErr error, start time.Time, probe bool, h *heldBatch) {
 	for i := range v {
-		v[i].outage = v[i].outcome == FailedRetry && outageOf(batchErr, v[i].stage, v[i].err)
+		v[i].outage = v[i].outcome == outFailedRetry && outageOf(batchErr, v[i].stage, v[i].err)
 	}
 	tries := 0
 	var rest []*delivery // FIFO bisection: held after this batch
@@ -442,16 +442,16 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*delivery, v []verdict, 
 	throttled := core.IsThrottled(batchErr)
 	for i, d := range batch {
 		switch v[i].outcome {
-		case Succeeded:
+		case outSucceeded:
 			p.met.delivered.Inc()
 			items = append(items, settle{d: d, v: verbAck})
 			acked++
 			state = targetAnswered
-		case Filtered:
+		case outFiltered:
 			p.met.filtered.Inc()
 			items = append(items, settle{d: d, v: verbAck})
 			acked++
-		case Released:
+		case outReleased:
 			items = append(items, settle{d: d, v: verbNak})
 		default:
 			failed++

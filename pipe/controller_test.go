@@ -119,11 +119,11 @@ func TestApplyFIFOFailsTheRestOfAGroupAfterItsFirstFailure(t *testing.T) {
 		return &delivery{Message: &Message{MessageID: id, Attributes: map[string]string{AttrMessageGroupID: group}}}
 	}
 	items := []*delivery{mk("a1", "a"), mk("b1", "b"), mk("a2", "a"), mk("b2", "b"), mk("a3", "a")}
-	v := []verdict{{outcome: Succeeded}, {outcome: Succeeded}, {outcome: FailedRetry}, {outcome: Succeeded}, {outcome: Filtered}}
+	v := []verdict{{outcome: outSucceeded}, {outcome: outSucceeded}, {outcome: outFailedRetry}, {outcome: outSucceeded}, {outcome: outFiltered}}
 	if g := applyFIFO(items, v); len(g) != 1 || !g["a"] {
 		t.Errorf("failed groups %v, want only a", g)
 	}
-	want := []Outcome{Succeeded, Succeeded, FailedRetry, Succeeded, FailedRetry}
+	want := []outcome{outSucceeded, outSucceeded, outFailedRetry, outSucceeded, outFailedRetry}
 	for i := range want {
 		if v[i].outcome != want[i] {
 			t.Errorf("%s: outcome %v, want %v", items[i].Message.MessageID, v[i].outcome, want[i])

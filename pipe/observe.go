@@ -40,11 +40,11 @@ func (p *Pipe) observeBatch(batch []*delivery, v []verdict) {
 	now := time.Now()
 	for i, d := range batch {
 		switch v[i].outcome {
-		case Succeeded:
+		case outSucceeded:
 			delivered++
-		case Filtered:
+		case outFiltered:
 			filtered++
-		case Released:
+		case outReleased:
 		default:
 			f := core.Failure{MessageID: d.Message.MessageID, Stage: v[i].stage, Err: v[i].err,
 				Attempts: d.NumDelivered(), At: now}

@@ -265,7 +265,7 @@ func (p *Pipe) bisect(batch []*delivery, v []verdict, h *heldBatch) (split, judg
 		switch {
 		case v[i].outage:
 			n++
-		case v[i].outcome == Succeeded, v[i].outcome == FailedRetry && v[i].stage == "target" && !core.IsBatchFailure(v[i].err):
+		case v[i].outcome == outSucceeded, v[i].outcome == outFailedRetry && v[i].stage == "target" && !core.IsBatchFailure(v[i].err):
 			return false, false, false // the target answered this batch
 		}
 	}

@@ -63,11 +63,11 @@ func endBatchSpan(span core.BatchSpan, v []verdict, err error) {
 	o := core.BatchOutcome{Messages: len(v), Err: err}
 	for _, x := range v {
 		switch x.outcome {
-		case Succeeded:
+		case outSucceeded:
 			o.Delivered++
-		case Filtered:
+		case outFiltered:
 			o.Filtered++
-		case Released:
+		case outReleased:
 			o.Released++
 		default:
 			o.Failed++

@@ -16,7 +16,7 @@ import (
 func TestTracingOffAllocatesNothing(t *testing.T) {
 	p := &Pipe{opt: Options{Filter: FilterFunc(func(context.Context, *Event) (bool, error) { return true, nil })}}
 	batch := []*delivery{{}}
-	v := []verdict{{outcome: Succeeded}}
+	v := []verdict{{outcome: outSucceeded}}
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(1000, func() {
 		c, span := p.startBatchSpan(ctx, batch)
@@ -36,7 +36,7 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 func BenchmarkBatchHooksWithoutTracer(b *testing.B) {
 	p := &Pipe{}
 	batch := []*delivery{{}}
-	v := []verdict{{outcome: Succeeded}}
+	v := []verdict{{outcome: outSucceeded}}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
