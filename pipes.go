@@ -8,6 +8,13 @@
 //	specs, err := config.Load("pipeline.yaml")
 //	ps, err := reg.Build(ctx, specs, pipes.Env{})
 //	err = pipe.NewRunner(ps...).Run(ctx)
+//
+// Two tested examples start a newcomer: ExampleRegistry_RegisterFunc (a
+// Go function as a `type: func` target) and
+// ExampleRegistry_MustRegisterTarget (a target type of your own in the
+// pipeline file, which the Loader accepts once given the registry's
+// TargetTypes). Package pipe's examples build pipes in Go without YAML,
+// with a custom source, a custom target and a Runner.
 package pipes
 
 import (
