@@ -35,7 +35,7 @@ func events(ids ...string) []*pipe.Event {
 	evs := make([]*pipe.Event, len(ids))
 	for i, id := range ids {
 		evs[i] = &pipe.Event{
-			Message: &pipe.Message{MessageID: id, Body: id},
+			Message:    &pipe.Message{MessageID: id, Body: id},
 			RecordJSON: []byte(`{"id":"` + id + `"}`),
 		}
 	}
@@ -754,7 +754,7 @@ func grouped(specs ...string) []*pipe.Event {
 			group, id = "", s
 		}
 		evs[i] = &pipe.Event{
-			Message: &pipe.Message{MessageID: id, Body: id, Attributes: map[string]string{}},
+			Message:    &pipe.Message{MessageID: id, Body: id, Attributes: map[string]string{}},
 			RecordJSON: []byte(`{"id":"` + id + `"}`),
 		}
 		if group != "" {
