@@ -47,7 +47,7 @@ func TestFailOnMatchesAPathOrText(t *testing.T) {
 			}
 			var evs []*pipe.Event
 			for id, body := range bodies {
-				evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: id, Body: body}, Payload: []byte(body)})
+				evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: id, Body: body}, RecordJSON: []byte(body)})
 			}
 			r, err := tg.Deliver(context.Background(), evs)
 			if err != nil {

@@ -8,6 +8,13 @@
 //	specs, err := config.Load("pipeline.yaml")
 //	ps, err := reg.Build(ctx, specs, pipes.Env{})
 //	err = pipe.NewRunner(ps...).Run(ctx)
+//
+// Two tested examples start a newcomer: ExampleRegistry_RegisterFunc (a
+// Go function as a `type: func` target) and
+// ExampleRegistry_MustRegisterTarget (a target type of your own in the
+// pipeline file, which the Loader accepts once given the registry's
+// TargetTypes). Package pipe's examples build pipes in Go without YAML,
+// with a custom source, a custom target and a Runner.
 package pipes
 
 import (
@@ -27,6 +34,7 @@ import (
 
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/filter"
+	"github.com/pipesproject/pipes/internal/budget"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/retry"
 	"github.com/pipesproject/pipes/source/memory"
@@ -45,7 +53,7 @@ type Env struct {
 	// that failures are not lost; slog.New(slog.DiscardHandler) discards).
 	Logger *slog.Logger
 	// Budget bounds in-flight bytes across pipes (nil: no limit).
-	Budget *pipe.Budget
+	Budget *budget.Budget
 	// Stdout is where stdout targets write (nil: os.Stdout).
 	Stdout io.Writer
 	// ShutdownTimeout bounds a pipe's drain after it is told to stop.
@@ -153,6 +161,20 @@ func (r *Registry) RegisterTarget(name string, f TargetFactory) error {
 	}
 	r.targets[name] = f
 	return nil
+}
+
+// TargetTypes returns the names of every registered target type, sorted,
+// built-in ones included: a config.Loader given them (Loader.TargetTypes)
+// accepts the embedder's own types in pipeline files.
+func (r *Registry) TargetTypes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, 0, len(r.targets))
+	for name := range r.targets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // MustRegisterTarget is RegisterTarget that panics on error.
@@ -469,9 +491,9 @@ type dryRunTarget struct {
 func (d dryRunTarget) Deliver(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
 	var buf bytes.Buffer
 	for _, ev := range events {
-		in := json.RawMessage(ev.Payload)
-		if !json.Valid(ev.Payload) {
-			in, _ = json.Marshal(string(ev.Payload))
+		in := json.RawMessage(ev.RecordJSON)
+		if !json.Valid(ev.RecordJSON) {
+			in, _ = json.Marshal(string(ev.RecordJSON))
 		}
 		line, err := json.Marshal(struct {
 			Pipe        string          `json:"pipe"`

@@ -24,7 +24,7 @@ func TestPoisonMessagesFailAloneAndTheRestGoesOn(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, ev := range events {
-			delivered = append(delivered, string(ev.Payload))
+			delivered = append(delivered, string(ev.RecordJSON))
 		}
 		return pipe.Result{}, nil
 	}))
@@ -97,7 +97,7 @@ func TestSNSEnvelopesAreUnwrappedBeforeFilterAndTemplate(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, ev := range events {
-			got = append(got, string(ev.Payload))
+			got = append(got, string(ev.RecordJSON))
 		}
 		return pipe.Result{}, nil
 	}))

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/pipesproject/pipes"
+	"github.com/pipesproject/pipes/internal/budget"
 	"github.com/pipesproject/pipes/internal/s3payload"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
@@ -168,7 +169,7 @@ func TestS3PointersOnFauxqsReachTheTargetWholeAndTheirObjectsGoOnlyAfterTheirMes
 
 	srv := newPayloadServer(t)
 	metrics := pipe.NewMetrics(nil)
-	built := buildPipe(t, pipes.NewRegistry(), pipes.Env{Drain: true, Metrics: metrics, Budget: pipe.NewBudget(4 << 20)}, fmt.Sprintf(`
+	built := buildPipe(t, pipes.NewRegistry(), pipes.Env{Drain: true, Metrics: metrics, Budget: budget.New(4 << 20)}, fmt.Sprintf(`
 name: large
 source:
   type: sqs
@@ -427,7 +428,7 @@ func TestS3EventNotificationsSplitIntoOneRecordPerObject(t *testing.T) {
 					Body     string          `json:"body"`
 					Envelope json.RawMessage `json:"envelope"`
 				}
-				if err := json.Unmarshal(ev.Payload, &rec); err != nil {
+				if err := json.Unmarshal(ev.RecordJSON, &rec); err != nil {
 					return pipe.Result{}, err
 				}
 				var entry struct {
@@ -523,7 +524,7 @@ func TestS3PointerFetchedSizeCountsInTheInflightByteBudget(t *testing.T) {
 	body := payload("big", "two", 2_000_000)
 	sendPointer(t, client, queueURL, bucket, "two", body, len(body))
 
-	budget := pipe.NewBudget(64 << 20)
+	budget := budget.New(64 << 20)
 	metrics := pipe.NewMetrics(nil)
 	var heldBudget int64
 	var heldGauge float64

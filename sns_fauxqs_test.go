@@ -49,8 +49,8 @@ func (c *collector) target(t *testing.T) pipe.Target {
 		defer c.mu.Unlock()
 		for _, ev := range events {
 			var rec snsRecord
-			if err := json.Unmarshal(ev.Payload, &rec); err != nil {
-				t.Errorf("decoding the record %s: %v", ev.Payload, err)
+			if err := json.Unmarshal(ev.RecordJSON, &rec); err != nil {
+				t.Errorf("decoding the record %s: %v", ev.RecordJSON, err)
 			}
 			c.recs = append(c.recs, rec)
 		}

@@ -26,6 +26,9 @@ type decoder struct {
 	skip map[Pos]string
 	// placeholder is set by the lookup when it made one up.
 	placeholder bool
+	// targetTypes are the target types accepted beside the built-in ones
+	// (Loader.TargetTypes).
+	targetTypes []string
 	// envValues are the non-empty values of the variables interpolated so
 	// far (see Pipe.EnvValues).
 	envValues []string

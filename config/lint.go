@@ -99,7 +99,7 @@ func (l Loader) parseAll(name string, data []byte) ([]parsed, Errors, Warnings, 
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	d := &decoder{file: name, lookup: lookup}
+	d := &decoder{file: name, lookup: lookup, targetTypes: l.TargetTypes}
 	if l.SkipEnv {
 		d.lookup = func(v string) (string, bool) {
 			if val, ok := lookup(v); ok {

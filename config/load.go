@@ -20,6 +20,13 @@ type Loader struct {
 	// the problems of the values made with one: `pipes validate
 	// --skip-env` checks files without their deployment's environment.
 	SkipEnv bool
+	// TargetTypes are target type names accepted beside the built-in ones:
+	// the types an embedder registered (pipes.Registry.TargetTypes). A
+	// target block of such a type takes the keys every target may have
+	// (url, headers, input_template, retry, …); its factory reads them
+	// from the spec and says what is missing. Names already built in
+	// change nothing.
+	TargetTypes []string
 }
 
 // Load is Loader{}.Load: it reads pipeline files with the process

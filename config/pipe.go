@@ -533,7 +533,13 @@ func (d *decoder) target(b *block) Target {
 	if !b.has("type") {
 		d.errorf(b.pos, b.path, "type is required")
 	}
-	t.Type = b.enum("type", "", "http", "stdout", "sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose", "stepfunctions", "cloudwatch_logs", "func", "rabbitmq")
+	types := []string{"http", "stdout", "sqs", "sns", "eventbridge", "lambda", "kinesis", "firehose", "stepfunctions", "cloudwatch_logs", "func", "rabbitmq"}
+	for _, extra := range d.targetTypes {
+		if extra != "" && !slices.Contains(types, extra) {
+			types = append(types, extra)
+		}
+	}
+	t.Type = b.enum("type", "", types...)
 	t.URL = b.str("url")
 	t.Method = b.enum("method", "POST", "GET", "POST", "PUT", "PATCH", "DELETE")
 	t.Batch = b.boolean("batch", true)

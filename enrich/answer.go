@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -79,7 +80,7 @@ func readAnswer(events []*pipe.Event, body []byte, textOK bool) (mapping, error)
 		if textOK && len(events) == 1 {
 			return mapping{out: []*pipe.Event{derive(events[0], body)}}, nil
 		}
-		return mapping{}, fmt.Errorf("%w: the answer is not valid JSON", pipe.ErrMalformedAnswer)
+		return mapping{}, fmt.Errorf("%w: the answer is not valid JSON", partial.ErrMalformedAnswer)
 	}
 	switch b[0] {
 	case 'n': // null
@@ -91,7 +92,7 @@ func readAnswer(events []*pipe.Event, body []byte, textOK bool) (mapping, error)
 	case '[':
 		var elems []json.RawMessage
 		if err := json.Unmarshal(b, &elems); err != nil {
-			return mapping{}, fmt.Errorf("%w: %v", pipe.ErrMalformedAnswer, err)
+			return mapping{}, fmt.Errorf("%w: %v", partial.ErrMalformedAnswer, err)
 		}
 		if len(elems) == 0 {
 			return mapping{}, nil
@@ -100,7 +101,7 @@ func readAnswer(events []*pipe.Event, body []byte, textOK bool) (mapping, error)
 	case '{':
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(b, &fields); err != nil {
-			return mapping{}, fmt.Errorf("%w: %v", pipe.ErrMalformedAnswer, err)
+			return mapping{}, fmt.Errorf("%w: %v", partial.ErrMalformedAnswer, err)
 		}
 		if len(fields) == 0 {
 			return mapping{}, nil
@@ -114,7 +115,7 @@ func readAnswer(events []*pipe.Event, body []byte, textOK bool) (mapping, error)
 
 // readPartial reads a batchItemFailures answer.
 func readPartial(events []*pipe.Event, body []byte, fields map[string]json.RawMessage) (mapping, error) {
-	res, err := pipe.ParseBatchResponse(body, inBatch(events))
+	res, err := partial.ParseBatchResponse(body, inBatch(events))
 	if err != nil {
 		return mapping{}, err
 	}
@@ -135,11 +136,11 @@ func readPartial(events []*pipe.Event, body []byte, fields map[string]json.RawMe
 	}
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
-		return mapping{}, fmt.Errorf("%w: items is not an array", pipe.ErrMalformedAnswer)
+		return mapping{}, fmt.Errorf("%w: items is not an array", partial.ErrMalformedAnswer)
 	}
 	if len(elems) == 0 || len(rest) == 0 {
 		if len(elems) > 0 {
-			return mapping{}, fmt.Errorf("%w: items given but every message failed", pipe.ErrMalformedAnswer)
+			return mapping{}, fmt.Errorf("%w: items given but every message failed", partial.ErrMalformedAnswer)
 		}
 		return mapping{res: res}, nil
 	}
@@ -149,7 +150,7 @@ func readPartial(events []*pipe.Event, body []byte, fields map[string]json.RawMe
 	}
 	if m.split {
 		return mapping{}, fmt.Errorf("%w: %d items for %d messages not failed, and items carry no messageId",
-			pipe.ErrMalformedAnswer, len(elems), len(rest))
+			partial.ErrMalformedAnswer, len(elems), len(rest))
 	}
 	m.res = res
 	return m, nil
@@ -164,7 +165,7 @@ func mapOutputs(events []*pipe.Event, elems []json.RawMessage, canSplit bool) (m
 	for i, e := range elems {
 		id, has, err := messageID(e)
 		if err != nil {
-			return mapping{}, fmt.Errorf("%w: output %d: %v", pipe.ErrMalformedAnswer, i, err)
+			return mapping{}, fmt.Errorf("%w: output %d: %v", partial.ErrMalformedAnswer, i, err)
 		}
 		if has {
 			ids[i] = id
@@ -172,7 +173,7 @@ func mapOutputs(events []*pipe.Event, elems []json.RawMessage, canSplit bool) (m
 		}
 	}
 	if withID > 0 && withID < len(elems) {
-		return mapping{}, fmt.Errorf("%w: %d of %d outputs carry a messageId: give it in all or none", pipe.ErrMalformedAnswer, withID, len(elems))
+		return mapping{}, fmt.Errorf("%w: %d of %d outputs carry a messageId: give it in all or none", partial.ErrMalformedAnswer, withID, len(elems))
 	}
 	out := make([]*pipe.Event, 0, len(elems))
 	switch {
@@ -186,7 +187,7 @@ func mapOutputs(events []*pipe.Event, elems []json.RawMessage, canSplit bool) (m
 		for i, e := range elems {
 			ev, ok := first[ids[i]]
 			if !ok {
-				return mapping{}, fmt.Errorf("%w: output %d names messageId %q, which is not in the batch", pipe.ErrMalformedAnswer, i, ids[i])
+				return mapping{}, fmt.Errorf("%w: output %d names messageId %q, which is not in the batch", partial.ErrMalformedAnswer, i, ids[i])
 			}
 			out = append(out, derive(ev, e))
 		}
@@ -239,7 +240,7 @@ func oneMessage(events []*pipe.Event) bool {
 // derive makes the event carrying payload for ev's message, sharing ev's
 // decoded body (as filters see it).
 func derive(ev *pipe.Event, payload []byte) *pipe.Event {
-	next := &pipe.Event{Message: ev.Message, Payload: bytes.Clone(payload)}
+	next := &pipe.Event{Message: ev.Message, RecordJSON: bytes.Clone(payload)}
 	body, isJSON := ev.Body()
 	next.SetBody(body, isJSON)
 	return next
@@ -264,7 +265,7 @@ func payloads(events []*pipe.Event, t *template.Template, vars template.Vars) (s
 	if t == nil {
 		bodies = make([][]byte, len(events))
 		for i, ev := range events {
-			bodies[i] = ev.Payload
+			bodies[i] = ev.RecordJSON
 		}
 		return events, bodies, res
 	}

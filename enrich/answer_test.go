@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -31,7 +32,7 @@ func FuzzReadAnswer(f *testing.F) {
 		}
 		m, err := readAnswer(events, []byte(answer), textOK)
 		if err != nil {
-			if !errors.Is(err, pipe.ErrMalformedAnswer) {
+			if !errors.Is(err, partial.ErrMalformedAnswer) {
 				t.Fatalf("error %v does not wrap ErrMalformedAnswer", err)
 			}
 			return

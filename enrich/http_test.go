@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/enrich"
+	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -32,7 +34,7 @@ func batchOf(ids ...string) []*pipe.Event {
 func outputs(out []*pipe.Event) []string {
 	var s []string
 	for _, ev := range out {
-		s = append(s, ev.ID()+"="+string(ev.Payload))
+		s = append(s, ev.ID()+"="+string(ev.RecordJSON))
 	}
 	return s
 }
@@ -53,11 +55,11 @@ func errKind(err error) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, pipe.ErrMalformedAnswer):
+	case errors.Is(err, partial.ErrMalformedAnswer):
 		return "malformed"
-	case pipe.IsThrottled(err):
+	case core.IsThrottled(err):
 		return "throttled"
-	case pipe.IsPermanent(err):
+	case core.IsPermanent(err):
 		return "permanent"
 	}
 	return "retryable"
@@ -130,7 +132,7 @@ func TestHTTPEnrichmentMapsAnswersToMessages(t *testing.T) {
 			want: []string{`a={"total":3}`, `b={"total":3}`}},
 		{name: "batchItemFailures fail the named messages and the rest go on unchanged",
 			handler: answerWith(200, `{"batchItemFailures":[{"itemIdentifier":"b"}]}`), events: batchOf("a", "b"),
-			want: []string{`a=` + string(batchOf("a")[0].Payload)}, wantFail: []string{"b"}},
+			want: []string{`a=` + string(batchOf("a")[0].RecordJSON)}, wantFail: []string{"b"}},
 		{name: "batchItemFailures with items replace the payloads of the rest",
 			handler: answerWith(200, `{"batchItemFailures":[{"itemIdentifier":"a"}],"items":[{"x":2},{"x":3}]}`),
 			events:  batchOf("a", "b", "c"), want: []string{`b={"x":2}`, `c={"x":3}`}, wantFail: []string{"a"}},

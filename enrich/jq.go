@@ -57,7 +57,7 @@ func (j *JQ) Enrich(ctx context.Context, events []*pipe.Event) ([]*pipe.Event, p
 		}
 		body, isJSON := ev.Body()
 		for _, b := range payloads {
-			next := &pipe.Event{Message: ev.Message, Payload: b}
+			next := &pipe.Event{Message: ev.Message, RecordJSON: b}
 			next.SetBody(body, isJSON) // share the decoded body
 			out = append(out, next)
 		}

@@ -44,7 +44,7 @@ func TestJQEnrichment(t *testing.T) {
 			var got []string
 			for _, ev := range out {
 				if ev.ID() == "m1" {
-					got = append(got, string(ev.Payload))
+					got = append(got, string(ev.RecordJSON))
 				}
 			}
 			if strings.Join(got, "|") != strings.Join(tt.wantPayload, "|") {

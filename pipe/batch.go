@@ -5,42 +5,44 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pipesproject/pipes/internal/core"
 )
 
-// Outcome is what happened to one message; the pipe settles it accordingly.
-type Outcome int
+// outcome is what happened to one message; the pipe settles it accordingly.
+type outcome int
 
 // The outcomes of a message.
 const (
-	// Succeeded: the target took it; it is deleted.
-	Succeeded Outcome = iota + 1
-	// Filtered: it did not pass the filter; it is deleted.
-	Filtered
-	// FailedRetry: it failed; it stays in the queue and comes back after its
+	// outSucceeded: the target took it; it is deleted.
+	outSucceeded outcome = iota + 1
+	// outFiltered: it did not pass the filter; it is deleted.
+	outFiltered
+	// outFailedRetry: it failed; it stays in the queue and comes back after its
 	// visibility timeout (or the retry backoff), so the queue's redrive
 	// policy dead-letters it in the end.
-	FailedRetry
-	// Released: it was not finished at shutdown; it is made visible at once.
-	Released
+	outFailedRetry
+	// outReleased: it was not finished at shutdown; it is made visible at once.
+	outReleased
 )
 
 // String is the outcome's name as logs and metrics show it.
-func (o Outcome) String() string {
+func (o outcome) String() string {
 	switch o {
-	case Succeeded:
+	case outSucceeded:
 		return "succeeded"
-	case Filtered:
+	case outFiltered:
 		return "filtered"
-	case FailedRetry:
+	case outFailedRetry:
 		return "failed"
-	case Released:
+	case outReleased:
 		return "released"
 	}
 	return "undecided"
 }
 
 type verdict struct {
-	outcome Outcome
+	outcome outcome
 	stage   string
 	err     error
 	// outage: a failure that is no verdict on the message (outageOf, or
@@ -57,7 +59,7 @@ type verdict struct {
 // (panics included).
 // A held outage batch goes again with h, what the pipe held of it (nil for
 // a new batch).
-func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool, h *heldBatch) {
+func (p *Pipe) runBatch(ctx context.Context, batch []*delivery, probe bool, h *heldBatch) {
 	start := time.Now()
 	ctx = p.exec.begin(ctx, len(batch))
 	ctx, span := p.startBatchSpan(ctx, batch)
@@ -77,7 +79,7 @@ func (p *Pipe) runBatch(ctx context.Context, batch []*Delivery, probe bool, h *h
 // so that its frame under the target call is small: a batch waits for its target's answer in a
 // parked goroutine, and the runtime halves a parked goroutine's stack at a
 // collection only when a quarter of it holds what is in use (issue 20).
-func (p *Pipe) process(ctx context.Context, batch []*Delivery, v []verdict) (batchErr error) {
+func (p *Pipe) process(ctx context.Context, batch []*delivery, v []verdict) (batchErr error) {
 	defer func() {
 		if r := recover(); r != nil {
 			batchErr = p.panicked(r, v)
@@ -108,7 +110,7 @@ func (p *Pipe) panicked(r any, v []verdict) error {
 	p.log.Error("batch panicked; its undecided messages fail", "error", err)
 	for i := range v {
 		if v[i].outcome == 0 {
-			v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
+			v[i] = verdict{outcome: outFailedRetry, stage: "runtime", err: err}
 		}
 	}
 	return err
@@ -119,7 +121,7 @@ func (p *Pipe) panicked(r any, v []verdict) error {
 // batch (no map per batch: issue 20); a larger one by a map.
 type judgement struct {
 	v     []verdict
-	batch []*Delivery
+	batch []*delivery
 	known []bool           // the items registered, by index (small batches)
 	byID  map[string][]int // large batches
 }
@@ -128,7 +130,7 @@ type judgement struct {
 const scanIDs = 32
 
 // init makes j ready for batch.
-func (j *judgement) init(batch []*Delivery) {
+func (j *judgement) init(batch []*delivery) {
 	j.batch = batch
 	if len(batch) <= scanIDs {
 		j.known = make([]bool, len(batch))
@@ -163,7 +165,7 @@ func (j *judgement) first(id string) int {
 }
 
 // fail decides every undecided item of a message.
-func (j *judgement) fail(id, stage string, err error, outcome Outcome) {
+func (j *judgement) fail(id, stage string, err error, outcome outcome) {
 	decide := func(i int) {
 		if j.v[i].outcome == 0 {
 			j.v[i] = verdict{outcome: outcome, stage: stage, err: err}
@@ -187,11 +189,11 @@ func (j *judgement) undecided(ev *Event) bool {
 	return j.v[j.first(ev.ID())].outcome == 0
 }
 
-// shutdownOr is o, or Released when ctx was cut short by shutdown: the
+// shutdownOr is o, or outReleased when ctx was cut short by shutdown: the
 // message is given back at once.
-func shutdownOr(ctx context.Context, o Outcome) Outcome {
+func shutdownOr(ctx context.Context, o outcome) outcome {
 	if ctx.Err() != nil {
-		return Released
+		return outReleased
 	}
 	return o
 }
@@ -199,7 +201,7 @@ func shutdownOr(ctx context.Context, o Outcome) Outcome {
 // prepare makes the events of a batch and takes them through filter,
 // enrichment and transformer; it returns those for the target and the
 // enrichment's whole-batch error, if any.
-func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]*Event, error) {
+func (p *Pipe) prepare(ctx context.Context, batch []*delivery, j *judgement) ([]*Event, error) {
 	v := j.v
 	j.init(batch)
 	events := make([]*Event, 0, len(batch))
@@ -212,24 +214,24 @@ func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]
 			p.tapped(tap, TapReceived, m.MessageID, "", m.Body)
 		}
 		if m.UnwrapErr != nil {
-			v[i] = verdict{outcome: FailedRetry, stage: "unwrap", err: m.UnwrapErr}
+			v[i] = verdict{outcome: outFailedRetry, stage: "unwrap", err: m.UnwrapErr}
 			continue
 		}
 		if m.Split == nil {
 			ev, err := p.newEvent(m)
 			if err != nil {
-				v[i] = verdict{outcome: FailedRetry, stage: "runtime", err: err}
+				v[i] = verdict{outcome: outFailedRetry, stage: "runtime", err: err}
 				continue
 			}
 			j.register(ev.ID(), i)
 			if p.opt.Filter != nil {
 				ok, err := p.opt.Filter.Match(ctx, ev)
 				if err != nil {
-					v[i] = verdict{outcome: FailedRetry, stage: "filter", err: err}
+					v[i] = verdict{outcome: outFailedRetry, stage: "filter", err: err}
 					continue
 				}
 				if !ok {
-					v[i] = verdict{outcome: Filtered}
+					v[i] = verdict{outcome: outFiltered}
 					if tap != nil {
 						p.tapped(tap, TapFilter, m.MessageID, "filtered out", "")
 					}
@@ -262,7 +264,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]
 		endEnrich(err)
 		if err != nil {
 			for _, ev := range events {
-				j.fail(ev.ID(), "enrichment", err, shutdownOr(ctx, FailedRetry))
+				j.fail(ev.ID(), "enrichment", err, shutdownOr(ctx, outFailedRetry))
 			}
 			return nil, err
 		}
@@ -271,7 +273,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]
 			if reason == nil {
 				reason = ErrReportedFailed
 			}
-			j.fail(f.ID, "enrichment", reason, FailedRetry)
+			j.fail(f.ID, "enrichment", core.RetryAfter(reason, f.RetryAfter), outFailedRetry)
 		}
 		kept := out[:0:0]
 		handed := map[string]bool{}
@@ -288,7 +290,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]
 		// empty answer means the target is not called).
 		for _, ev := range events {
 			if !handed[ev.ID()] {
-				j.fail(ev.ID(), "", nil, Filtered)
+				j.fail(ev.ID(), "", nil, outFiltered)
 			}
 		}
 		events = kept
@@ -301,10 +303,10 @@ func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]
 		for _, ev := range events {
 			payload, err := p.opt.Transformer.Transform(ctx, ev)
 			if err != nil {
-				j.fail(ev.ID(), "transform", err, FailedRetry)
+				j.fail(ev.ID(), "transform", err, outFailedRetry)
 				continue
 			}
-			ev.Payload = payload
+			ev.RecordJSON = payload
 			kept = append(kept, ev)
 		}
 		events = kept
@@ -324,7 +326,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*Delivery, j *judgement) ([]
 func (p *Pipe) judgeTarget(ctx context.Context, j *judgement, events []*Event, res Result, err error) error {
 	if err != nil {
 		for _, ev := range events {
-			j.fail(ev.ID(), "target", err, shutdownOr(ctx, FailedRetry))
+			j.fail(ev.ID(), "target", err, shutdownOr(ctx, outFailedRetry))
 		}
 		return err
 	}
@@ -333,29 +335,29 @@ func (p *Pipe) judgeTarget(ctx context.Context, j *judgement, events []*Event, r
 		if reason == nil {
 			reason = ErrReportedFailed
 		}
-		j.fail(f.ID, "target", reason, shutdownOr(ctx, FailedRetry))
+		j.fail(f.ID, "target", core.RetryAfter(reason, f.RetryAfter), shutdownOr(ctx, outFailedRetry))
 	}
 	for _, ev := range events {
-		j.fail(ev.ID(), "", nil, Succeeded)
+		j.fail(ev.ID(), "", nil, outSucceeded)
 	}
 	return nil
 }
 
 // splitEvents adds the events of a message that stands for several
 // records (Message.Split) that pass the filter, and returns the message's
-// verdict so far: none while any record goes on, Filtered when none does,
+// verdict so far: none while any record goes on, outFiltered when none does,
 // a failure when one could not be encoded or filtered.
 func (p *Pipe) splitEvents(ctx context.Context, m *Message, events *[]*Event) verdict {
 	passed := 0
 	for _, r := range m.Split {
 		ev, err := NewEvent(r)
 		if err != nil {
-			return verdict{outcome: FailedRetry, stage: "runtime", err: err}
+			return verdict{outcome: outFailedRetry, stage: "runtime", err: err}
 		}
 		if p.opt.Filter != nil {
 			ok, err := p.opt.Filter.Match(ctx, ev)
 			if err != nil {
-				return verdict{outcome: FailedRetry, stage: "filter", err: err}
+				return verdict{outcome: outFailedRetry, stage: "filter", err: err}
 			}
 			if !ok {
 				continue
@@ -365,7 +367,7 @@ func (p *Pipe) splitEvents(ctx context.Context, m *Message, events *[]*Event) ve
 		passed++
 	}
 	if passed == 0 {
-		return verdict{outcome: Filtered}
+		return verdict{outcome: outFiltered}
 	}
 	return verdict{}
 }
@@ -375,7 +377,7 @@ func (p *Pipe) splitEvents(ctx context.Context, m *Message, events *[]*Event) ve
 // first failure is an outage holds its later messages with it, uncounted;
 // one whose first failure is a verdict fails them (stage fifo), their own
 // outages included. It returns the groups that failed.
-func applyFIFO(batch []*Delivery, v []verdict) map[string]bool {
+func applyFIFO(batch []*delivery, v []verdict) map[string]bool {
 	type head struct {
 		err    error
 		outage bool
@@ -385,20 +387,20 @@ func applyFIFO(batch []*Delivery, v []verdict) map[string]bool {
 		g := d.Message.GroupID()
 		if h, ok := heads[g]; ok {
 			switch {
-			case v[i].outcome == Released:
+			case v[i].outcome == outReleased:
 			case h.outage:
-				if v[i].outcome != FailedRetry {
-					v[i] = verdict{outcome: FailedRetry, stage: "fifo", err: fmt.Errorf("an earlier message of group %q failed: %v", g, h.err)}
+				if v[i].outcome != outFailedRetry {
+					v[i] = verdict{outcome: outFailedRetry, stage: "fifo", err: fmt.Errorf("an earlier message of group %q failed: %v", g, h.err)}
 				}
 				v[i].outage = true
-			case v[i].outcome != FailedRetry || v[i].outage:
+			case v[i].outcome != outFailedRetry || v[i].outage:
 				// Not wrapped: this message did not fail itself, so it must not
 				// be dead-lettered for the earlier one's error.
-				v[i] = verdict{outcome: FailedRetry, stage: "fifo", err: fmt.Errorf("an earlier message of group %q failed: %v", g, h.err)}
+				v[i] = verdict{outcome: outFailedRetry, stage: "fifo", err: fmt.Errorf("an earlier message of group %q failed: %v", g, h.err)}
 			}
 			continue
 		}
-		if v[i].outcome == FailedRetry || v[i].outcome == Released {
+		if v[i].outcome == outFailedRetry || v[i].outcome == outReleased {
 			if heads == nil {
 				heads = map[string]head{}
 			}
@@ -435,12 +437,12 @@ func applyFIFO(batch []*Delivery, v []verdict) map[string]bool {
 // dead-lettered, from the first such batch on, open circuit or not. A dry
 // run gives no verb to what would be acked or retried: it stays hidden
 // (heartbeat) until the pipe stops and releases it.
-func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, batchErr error, start time.Time, probe bool, h *heldBatch) {
+func (p *Pipe) settleBatch(ctx context.Context, batch []*delivery, v []verdict, batchErr error, start time.Time, probe bool, h *heldBatch) {
 	for i := range v {
-		v[i].outage = v[i].outcome == FailedRetry && outageOf(batchErr, v[i].stage, v[i].err)
+		v[i].outage = v[i].outcome == outFailedRetry && outageOf(batchErr, v[i].stage, v[i].err)
 	}
 	tries := 0
-	var rest []*Delivery // FIFO bisection: held after this batch
+	var rest []*delivery // FIFO bisection: held after this batch
 	if h != nil {
 		tries, rest = h.tries, h.rest
 	}
@@ -450,27 +452,27 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 		failedGroups = applyFIFO(batch, v)
 	}
 	items := make([]settle, 0, len(batch))
-	var outages []*Delivery
+	var outages []*delivery
 	acked, failed, onWayToDLQ := 0, 0, 0
 	state := targetUnknown
-	throttled := IsThrottled(batchErr)
+	throttled := core.IsThrottled(batchErr)
 	for i, d := range batch {
 		switch v[i].outcome {
-		case Succeeded:
+		case outSucceeded:
 			p.met.delivered.Inc()
 			items = append(items, settle{d: d, v: verbAck})
 			acked++
 			state = targetAnswered
-		case Filtered:
+		case outFiltered:
 			p.met.filtered.Inc()
 			items = append(items, settle{d: d, v: verbAck})
 			acked++
-		case Released:
+		case outReleased:
 			items = append(items, settle{d: d, v: verbNak})
 		default:
 			failed++
 			err := v[i].err
-			throttled = throttled || IsThrottled(err)
+			throttled = throttled || core.IsThrottled(err)
 			p.countFailure(v[i].stage)
 			p.exec.itemFailed(ctx, d.Message, v[i].stage, err)
 			if v[i].outage {
@@ -482,7 +484,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 			}
 			switch {
 			case v[i].stage != "target" || v[i].judged:
-			case IsBatchFailure(v[i].err): // too old to be held again: the call failed whole
+			case core.IsBatchFailure(v[i].err): // too old to be held again: the call failed whole
 				if state == targetUnknown {
 					state = targetDown
 				}
@@ -493,7 +495,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 			case p.deadLetterable(err):
 				items = append(items, settle{d: d, v: verbTerm, reason: atStage(v[i].stage, err)})
 			default:
-				items = append(items, p.failItem(d))
+				items = append(items, p.failItem(d, err))
 			}
 			if !p.deadLetterable(err) && p.info.MaxReceiveCount > 0 && d.NumDelivered() >= p.info.MaxReceiveCount {
 				onWayToDLQ++ // its last allowed receive failed: the redrive policy moves it
@@ -522,7 +524,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 	}
 	release := p.stopping || ctx.Err() != nil
 	doneDs := batch
-	var busy []*Delivery // FIFO: held, their groups stay busy
+	var busy []*delivery // FIFO: held, their groups stay busy
 	if len(outages) > 0 {
 		switch {
 		case release:
@@ -562,7 +564,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 		case failedGroups[g]: // a verdict in the group: what follows fails with it
 			for _, d := range rest {
 				p.countFailure("fifo")
-				items = append(items, p.failItem(d))
+				items = append(items, p.failItem(d, nil))
 			}
 		default:
 			p.keepLocked(heldBatch{ds: rest, at: time.Now(), tries: tries, failedAt: h.failedAt})
@@ -574,7 +576,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 		for _, d := range busy {
 			held[d.Message.GroupID()] = true
 		}
-		doneDs = make([]*Delivery, 0, len(batch))
+		doneDs = make([]*delivery, 0, len(batch))
 		for _, d := range batch {
 			if !held[d.Message.GroupID()] {
 				doneDs = append(doneDs, d)
@@ -604,9 +606,13 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, 
 	p.signal()
 }
 
-// failItem is the verb of a failure that is to be retried: NakWithDelay
-// by retry_backoff when set, else a retry when the lease ends.
-func (p *Pipe) failItem(d *Delivery) settle {
+// failItem is the verb of a failure err that is to be retried:
+// NakWithDelay by the item's RetryAfter when its target gave one, else by
+// retry_backoff when set, else a retry when the lease ends.
+func (p *Pipe) failItem(d *delivery, err error) settle {
+	if delay := core.RetryAfterOf(err); delay > 0 {
+		return settle{d: d, v: verbNak, delay: delay}
+	}
 	if p.opt.RetryBackoff != nil {
 		return settle{d: d, v: verbNak, delay: p.opt.RetryBackoff.Delay(d.NumDelivered())}
 	}
@@ -621,14 +627,14 @@ func (p *Pipe) failItem(d *Delivery) settle {
 // again (TooOld: max_event_age). Items the target named in its answer are
 // not an outage, nor are client errors.
 func outageOf(batchErr error, stage string, err error) bool {
-	if stage != "target" && stage != "enrichment" || IsPermanent(err) || errors.Is(err, ErrReportedFailed) {
+	if stage != "target" && stage != "enrichment" || core.IsPermanent(err) || errors.Is(err, ErrReportedFailed) {
 		return false
 	}
 	if batchErr != nil {
 		return true
 	}
-	exhausted, _ := IsExhausted(err)
-	return stage == "target" && exhausted && IsBatchFailure(err) && !IsTooOld(err)
+	exhausted, _ := core.IsExhausted(err)
+	return stage == "target" && exhausted && core.IsBatchFailure(err) && !core.IsTooOld(err)
 }
 
 // firstErr is the batch's error, or its first item's.

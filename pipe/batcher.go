@@ -8,7 +8,7 @@ package pipe
 type batcher interface {
 	// add takes a received delivery. It reports whether an open batch
 	// has just started, and which, so the pipe starts its batch window.
-	add(d *Delivery) (started bool, gen uint64)
+	add(d *delivery) (started bool, gen uint64)
 	// closeOpen hands on the open batch: the receive that filled it
 	// returned (window 0), or the pipe is stopping.
 	closeOpen()
@@ -16,15 +16,15 @@ type batcher interface {
 	// window passed).
 	closeOpenIf(gen uint64)
 	// next takes the next batch to run, or nil.
-	next() []*Delivery
+	next() []*delivery
 	// done tells that a batch ended; failedGroups are the FIFO groups
 	// whose messages failed in it. It returns deliveries held back that
 	// must be given back now (FIFO: the later messages of a failed group).
-	done(batch []*Delivery, failedGroups map[string]bool) (giveBack []*Delivery)
+	done(batch []*delivery, failedGroups map[string]bool) (giveBack []*delivery)
 	// pending is how many deliveries wait for a batch to run.
 	pending() int
 	// drain takes every delivery not in a running batch.
-	drain() []*Delivery
+	drain() []*delivery
 }
 
 // batchOverhead is the bytes of a JSON array around n records.
@@ -33,21 +33,21 @@ func batchOverhead(n int) int { return n + 1 }
 // standardBatcher fills batches in order of arrival.
 type standardBatcher struct {
 	size      int
-	open      []*Delivery
+	open      []*delivery
 	openBytes int
-	ready     [][]*Delivery
+	ready     [][]*delivery
 	waiting   int
 	gen       uint64 // counts closed open batches
 }
 
 func newBatcher(fifo bool, size int) batcher {
 	if fifo {
-		return &fifoBatcher{size: size, groups: map[string][]*Delivery{}, busy: map[string]bool{}}
+		return &fifoBatcher{size: size, groups: map[string][]*delivery{}, busy: map[string]bool{}}
 	}
 	return &standardBatcher{size: size}
 }
 
-func (b *standardBatcher) add(d *Delivery) (bool, uint64) {
+func (b *standardBatcher) add(d *delivery) (bool, uint64) {
 	if len(b.open) > 0 && b.openBytes+d.recordSize+batchOverhead(len(b.open)+1) > MaxBatchBytes {
 		b.closeOpen()
 	}
@@ -76,7 +76,7 @@ func (b *standardBatcher) closeOpenIf(gen uint64) {
 	}
 }
 
-func (b *standardBatcher) next() []*Delivery {
+func (b *standardBatcher) next() []*delivery {
 	if len(b.ready) == 0 {
 		return nil
 	}
@@ -87,13 +87,13 @@ func (b *standardBatcher) next() []*Delivery {
 	return batch
 }
 
-func (b *standardBatcher) done([]*Delivery, map[string]bool) []*Delivery { return nil }
+func (b *standardBatcher) done([]*delivery, map[string]bool) []*delivery { return nil }
 
 func (b *standardBatcher) pending() int { return b.waiting }
 
-func (b *standardBatcher) drain() []*Delivery {
+func (b *standardBatcher) drain() []*delivery {
 	b.closeOpen()
-	var out []*Delivery
+	var out []*delivery
 	for _, batch := range b.ready {
 		out = append(out, batch...)
 	}
@@ -106,13 +106,13 @@ func (b *standardBatcher) drain() []*Delivery {
 // order of arrival, a group's waiting messages together.
 type fifoBatcher struct {
 	size    int
-	groups  map[string][]*Delivery // waiting deliveries by group
+	groups  map[string][]*delivery // waiting deliveries by group
 	order   []string               // groups in order of arrival
 	busy    map[string]bool        // groups with a batch in flight
 	waiting int
 }
 
-func (b *fifoBatcher) add(d *Delivery) (bool, uint64) {
+func (b *fifoBatcher) add(d *delivery) (bool, uint64) {
 	g := d.Message.GroupID()
 	if _, ok := b.groups[g]; !ok {
 		b.order = append(b.order, g)
@@ -125,8 +125,8 @@ func (b *fifoBatcher) add(d *Delivery) (bool, uint64) {
 func (b *fifoBatcher) closeOpen()         {}
 func (b *fifoBatcher) closeOpenIf(uint64) {}
 
-func (b *fifoBatcher) next() []*Delivery {
-	var batch []*Delivery
+func (b *fifoBatcher) next() []*delivery {
+	var batch []*delivery
 	bytes := 0
 	kept := b.order[:0]
 	for _, g := range b.order {
@@ -158,13 +158,13 @@ func (b *fifoBatcher) next() []*Delivery {
 	return batch
 }
 
-func (b *fifoBatcher) done(batch []*Delivery, failedGroups map[string]bool) []*Delivery {
+func (b *fifoBatcher) done(batch []*delivery, failedGroups map[string]bool) []*delivery {
 	for _, d := range batch {
 		delete(b.busy, d.Message.GroupID())
 	}
 	// Messages of a failed group received meanwhile must not overtake the
 	// failed one: they are given back too.
-	var back []*Delivery
+	var back []*delivery
 	for g := range failedGroups {
 		if q := b.groups[g]; len(q) > 0 {
 			back = append(back, q...)
@@ -177,11 +177,11 @@ func (b *fifoBatcher) done(batch []*Delivery, failedGroups map[string]bool) []*D
 
 func (b *fifoBatcher) pending() int { return b.waiting }
 
-func (b *fifoBatcher) drain() []*Delivery {
-	var out []*Delivery
+func (b *fifoBatcher) drain() []*delivery {
+	var out []*delivery
 	for _, g := range b.order {
 		out = append(out, b.groups[g]...)
 	}
-	b.groups, b.order, b.waiting = map[string][]*Delivery{}, nil, 0
+	b.groups, b.order, b.waiting = map[string][]*delivery{}, nil, 0
 	return out
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 )
@@ -221,6 +222,6 @@ type countingObserver struct{ failed, dead atomic.Int64 }
 
 func (*countingObserver) Received(int, time.Time)     {}
 func (*countingObserver) Settled(int, int)            {}
-func (o *countingObserver) Failed(pipe.Failure)       { o.failed.Add(1) }
+func (o *countingObserver) Failed(core.Failure)       { o.failed.Add(1) }
 func (o *countingObserver) DeadLettered(n int)        { o.dead.Add(int64(n)) }
-func (*countingObserver) Scaled(pipe.ScalingDecision) {}
+func (*countingObserver) Scaled(core.ScalingDecision) {}

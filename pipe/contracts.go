@@ -3,7 +3,6 @@ package pipe
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 )
 
 // Source is a queue a pipe polls and settles, in the broker-neutral verbs
-// of a delivery (see Delivery): Ack and Nak here, InProgress and Term as
+// of a delivery (see delivery): Ack and Nak here, InProgress and Term as
 // the optional abilities Extender and Terminator. The pipe's settler is the
 // only caller of the settling methods: a source never acks or gives back
 // on its own.
@@ -125,33 +124,6 @@ type SourceInfo struct {
 	InProcess bool
 }
 
-// SettleError reports the messages a source could not settle, keyed by
-// receipt handle (two receipts of one message are two entries). The
-// messages not named were settled.
-type SettleError struct {
-	// Op is what was being done: "delete" or "change visibility".
-	Op string
-	// Failed maps receipt handles to why they failed.
-	Failed map[string]error
-	// SenderFault is true when at least one failure was the caller's fault
-	// (e.g. a stale receipt handle) and retrying would not help.
-	SenderFault bool
-}
-
-// Error names the operation, how many messages failed and the first reason.
-func (e *SettleError) Error() string {
-	ids := make([]string, 0, len(e.Failed))
-	for id := range e.Failed {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	var first error
-	if len(ids) > 0 {
-		first = e.Failed[ids[0]]
-	}
-	return fmt.Sprintf("%s failed for %d message(s): %v", e.Op, len(ids), first)
-}
-
 // Event is one item on its way through a pipe: the message it came from and
 // the payload the next stage gets. Filters, templates and jq share its
 // decoded body, so a record's JSON is parsed at most once.
@@ -159,9 +131,9 @@ type Event struct {
 	// Message is the source message this event came from; its MessageID is
 	// the item identifier of partial batch answers.
 	Message *Message
-	// Payload is what the target receives for this item: by default the
+	// RecordJSON is what the target receives for this item: by default the
 	// record's JSON. An input template or enrichment replaces it.
-	Payload []byte
+	RecordJSON []byte
 	// Attributes are message attributes that targets which send messages
 	// (sqs, sns) attach to what they send, besides any of their own. The
 	// dead-letter stage puts the failure context here (ErrorCode,
@@ -177,14 +149,14 @@ type Event struct {
 	vouched    *byte
 	vouchedLen int
 	// lazy: the payload is the message's record, not encoded yet (see
-	// PayloadAppender); Payload stays nil until a stage sets one.
+	// PayloadAppender); RecordJSON stays nil until a stage sets one.
 	lazy bool
 }
 
 // VouchJSON records that p, a payload the caller built and knows to be
 // valid JSON (a record's JSON, a JSON-kind template's output), is valid
 // JSON, so that targets do not check it again (see PayloadIsJSON). It
-// vouches for that slice only: once Payload is another slice, it is
+// vouches for that slice only: once RecordJSON is another slice, it is
 // checked again. The caller must not change p's bytes afterwards. It does
 // not block; it is not safe for concurrent use with PayloadIsJSON: stages
 // call it on the event they are handling.
@@ -195,15 +167,15 @@ func (e *Event) VouchJSON(p []byte) {
 	e.vouched, e.vouchedLen = &p[0], len(p)
 }
 
-// PayloadIsJSON reports whether Payload is known to be valid JSON without
+// PayloadIsJSON reports whether RecordJSON is known to be valid JSON without
 // looking at it: it is the slice last given to VouchJSON (NewEvent vouches
 // for the record's JSON). False means not known, not invalid. It does not
 // block and does not read the payload.
 func (e *Event) PayloadIsJSON() bool {
-	if e.lazy && e.Payload == nil {
+	if e.lazy && e.RecordJSON == nil {
 		return true // the record, to be encoded
 	}
-	return len(e.Payload) > 0 && &e.Payload[0] == e.vouched && len(e.Payload) == e.vouchedLen
+	return len(e.RecordJSON) > 0 && &e.RecordJSON[0] == e.vouched && len(e.RecordJSON) == e.vouchedLen
 }
 
 // ID is the item identifier: the source message's id.
@@ -235,7 +207,7 @@ func NewEvent(m *Message) (*Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding record %s: %w", m.MessageID, err)
 	}
-	ev := &Event{Message: m, Payload: b}
+	ev := &Event{Message: m, RecordJSON: b}
 	ev.VouchJSON(b) // Message.JSON's output is valid JSON, or an error
 	return ev, nil
 }
@@ -265,12 +237,27 @@ type Result struct {
 	Failures []ItemFailure
 }
 
-// ItemFailure names one failed item and why it failed.
+// ItemFailure names one failed item and why it failed. What becomes of
+// the item is the error's to say:
+//
+//   - a plain error (or none): the item is retried by the source's rules
+//     (retry_backoff, else when its lease ends), and dead-lettered when
+//     its receives run out;
+//   - Permanent(err): dead-letter it now, without another try;
+//   - RetryAfter > 0 with a retryable error: try it again after that
+//     long (a downstream's Retry-After) rather than by retry_backoff.
 type ItemFailure struct {
 	// ID is the message id of the failed item.
 	ID string
 	// Err says why; it may be nil when the target gave no reason.
 	Err error
+	// RetryAfter, when positive, is how long the item should wait before
+	// it is delivered again: the pipe gives its message back with that
+	// delay (SQS: ChangeMessageVisibility; RabbitMQ: its delayed retry;
+	// the memory queue: hidden that long), in place of retry_backoff. It
+	// counts as a failed try like any other, and means nothing for a
+	// Permanent error. SQS caps a delay at 12 hours.
+	RetryAfter time.Duration
 }
 
 // Fail returns a Result failing the given ids with the same reason.

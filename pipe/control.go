@@ -1,5 +1,7 @@
 package pipe
 
+import "github.com/pipesproject/pipes/internal/core"
+
 // Pause stops the pipe's polling: no receive starts until Resume; the
 // receives under way return and their messages, like every batch in
 // flight, are processed and settled as usual. A paused pipe holds no
@@ -25,36 +27,13 @@ func (p *Pipe) Resume() {
 	p.signal()
 }
 
-// Status is a snapshot of a pipe's scheduling state, for status pages.
-type Status struct {
-	// Started: the source is open and the pipe polls (or did).
-	Started bool
-	// Stopping: the pipe was told to stop and lets its batches finish.
-	Stopping bool
-	// Paused: polling is paused (Pause).
-	Paused bool
-	// Ready is what Ready reports.
-	Ready bool
-	// CircuitOpen: the target keeps failing and polling is held.
-	CircuitOpen bool
-	// Concurrency is the batches the pipe may have in flight now;
-	// MaxConcurrency its ceiling.
-	Concurrency, MaxConcurrency int
-	// InFlight is the batches at the target now.
-	InFlight int
-	// Receiving is the receives under way.
-	Receiving int
-	// Err is what LastError reports.
-	Err error
-}
-
 // Status returns the pipe's state now. Safe for concurrent use; it takes
 // the pipe's lock briefly.
-func (p *Pipe) Status() Status {
+func (p *Pipe) Status() core.Status {
 	err, ready := p.LastError(), p.Ready()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Status{
+	return core.Status{
 		Started: p.started, Stopping: p.stopping, Paused: p.paused,
 		Ready:       ready,
 		CircuitOpen: p.circuit.open,

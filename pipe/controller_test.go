@@ -115,15 +115,15 @@ func TestBackoffDelay(t *testing.T) {
 }
 
 func TestApplyFIFOFailsTheRestOfAGroupAfterItsFirstFailure(t *testing.T) {
-	mk := func(id, group string) *Delivery {
-		return &Delivery{Message: &Message{MessageID: id, Attributes: map[string]string{AttrMessageGroupID: group}}}
+	mk := func(id, group string) *delivery {
+		return &delivery{Message: &Message{MessageID: id, Attributes: map[string]string{AttrMessageGroupID: group}}}
 	}
-	items := []*Delivery{mk("a1", "a"), mk("b1", "b"), mk("a2", "a"), mk("b2", "b"), mk("a3", "a")}
-	v := []verdict{{outcome: Succeeded}, {outcome: Succeeded}, {outcome: FailedRetry}, {outcome: Succeeded}, {outcome: Filtered}}
+	items := []*delivery{mk("a1", "a"), mk("b1", "b"), mk("a2", "a"), mk("b2", "b"), mk("a3", "a")}
+	v := []verdict{{outcome: outSucceeded}, {outcome: outSucceeded}, {outcome: outFailedRetry}, {outcome: outSucceeded}, {outcome: outFiltered}}
 	if g := applyFIFO(items, v); len(g) != 1 || !g["a"] {
 		t.Errorf("failed groups %v, want only a", g)
 	}
-	want := []Outcome{Succeeded, Succeeded, FailedRetry, Succeeded, FailedRetry}
+	want := []outcome{outSucceeded, outSucceeded, outFailedRetry, outSucceeded, outFailedRetry}
 	for i := range want {
 		if v[i].outcome != want[i] {
 			t.Errorf("%s: outcome %v, want %v", items[i].Message.MessageID, v[i].outcome, want[i])

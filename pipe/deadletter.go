@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 // Message attributes the dead-letter stage puts on each item it sends,
@@ -41,10 +43,10 @@ func (p *Pipe) deadLetterable(err error) bool {
 	if _, native := p.opt.Source.(Terminator); p.opt.DeadLetter == nil && !native {
 		return false
 	}
-	if IsPermanent(err) {
+	if core.IsPermanent(err) {
 		return true
 	}
-	exhausted, _ := IsExhausted(err)
+	exhausted, _ := core.IsExhausted(err)
 	return exhausted && p.opt.DeadLetterOnExhausted
 }
 
@@ -55,12 +57,12 @@ func errorCode(err error) string {
 		return c.ErrorCode()
 	}
 	switch {
-	case IsPermanent(err):
+	case core.IsPermanent(err):
 		return "ClientError"
-	case IsThrottled(err):
+	case core.IsThrottled(err):
 		return "Throttled"
 	}
-	if ok, _ := IsExhausted(err); ok {
+	if ok, _ := core.IsExhausted(err); ok {
 		return "RetriesExhausted"
 	}
 	return "Error"
@@ -81,11 +83,6 @@ func stringAttr(v string) MessageAttribute {
 	return MessageAttribute{DataType: "String", StringValue: &v}
 }
 
-// DLQContext is the one attribute that carries the failure context, as a
-// JSON object of the attributes above, when the original message
-// attributes leave no room for them under SQS's limit of ten.
-const DLQContext = "pipes-context"
-
 // maxMessageAttributes is SQS's limit of message attributes per message.
 const maxMessageAttributes = 10
 
@@ -94,11 +91,11 @@ const maxMessageAttributes = 10
 // attributes, with the failure context beside them: as separate attributes
 // when they fit under SQS's ten, else folded into DLQContext. Nothing of
 // the original is dropped.
-func deadLetterEvent(d *Delivery, pipeName, sourceARN string, at time.Time) *Event {
+func deadLetterEvent(d *delivery, pipeName, sourceARN string, at time.Time) *Event {
 	m := d.Message
 	now := at.UTC().Format(time.RFC3339Nano)
 	attempts := 1
-	if ok, n := IsExhausted(d.reason); ok {
+	if ok, n := core.IsExhausted(d.reason); ok {
 		attempts = n
 	}
 	first := now
@@ -144,13 +141,13 @@ func deadLetterEvent(d *Delivery, pipeName, sourceARN string, at time.Time) *Eve
 			folded[kv[0]] = kv[1]
 		}
 		b, _ := json.Marshal(folded) // a map of strings always encodes
-		attrs[DLQContext] = stringAttr(string(b))
+		attrs[core.DLQContext] = stringAttr(string(b))
 	}
 	body := m.Body
 	if len(m.Envelope) > 0 {
 		body = string(m.Envelope)
 	}
-	return &Event{Message: m, Payload: []byte(body), Attributes: attrs}
+	return &Event{Message: m, RecordJSON: []byte(body), Attributes: attrs}
 }
 
 // stageError records the stage a failure came from, for the dead-letter

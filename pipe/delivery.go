@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// ErrSettled is returned by a Delivery's final verb when the delivery was
+// errSettled is returned by a delivery's final verb when the delivery was
 // settled already. The second verb is counted (double_settles_total) and
 // logged, never applied.
-var ErrSettled = errors.New("delivery already settled")
+var errSettled = errors.New("delivery already settled")
 
 // verb is what a delivery's final settle does.
 type verb uint8
@@ -47,16 +47,16 @@ func (v verb) String() string {
 	return "none"
 }
 
-// Delivery is the handle of one received message: the runtime settles it
+// delivery is the handle of one received message: the runtime settles it
 // exactly once with a final verb (Ack, Nak, NakWithDelay, Term), and
 // InProgress extends its lease until then. Verbs do not block: they hand
 // the work to the pipe's settler, which batches calls to the source and
 // orders every call of one receipt (a late extension never undoes a
-// settle). A second final verb returns ErrSettled and is not applied.
+// settle). A second final verb returns errSettled and is not applied.
 //
 // Deliveries belong to the pipe that received them; they are safe for
 // concurrent use.
-type Delivery struct {
+type delivery struct {
 	// Message is the received message.
 	Message *Message
 
@@ -82,14 +82,14 @@ type Delivery struct {
 }
 
 // Ack settles the delivery as done: the source removes the message.
-func (d *Delivery) Ack() error { return d.s.final(d, verbAck, 0, nil) }
+func (d *delivery) Ack() error { return d.s.final(d, verbAck, 0, nil) }
 
 // Nak gives the message back at once, to be delivered again.
-func (d *Delivery) Nak() error { return d.s.final(d, verbNak, 0, nil) }
+func (d *delivery) Nak() error { return d.s.final(d, verbNak, 0, nil) }
 
 // NakWithDelay gives the message back to be delivered again after delay
 // (SQS: visibility delay, clamped under the 12 h cap).
-func (d *Delivery) NakWithDelay(delay time.Duration) error {
+func (d *delivery) NakWithDelay(delay time.Duration) error {
 	return d.s.final(d, verbNak, max(delay, 0), nil)
 }
 
@@ -97,16 +97,16 @@ func (d *Delivery) NakWithDelay(delay time.Duration) error {
 // reason as its failure context (then it is acked), or the source's own
 // dead-lettering, or, with neither, it is left to the queue's redrive
 // policy like a failed message.
-func (d *Delivery) Term(reason error) error { return d.s.final(d, verbTerm, 0, reason) }
+func (d *delivery) Term(reason error) error { return d.s.final(d, verbTerm, 0, reason) }
 
 // InProgress asks the settler to extend the delivery's lease now rather
 // than at its next heartbeat. It does nothing on sources without leases
 // and after a final verb.
-func (d *Delivery) InProgress() { d.s.touch(d) }
+func (d *delivery) InProgress() { d.s.touch(d) }
 
 // NumDelivered is how many times the message was delivered, this time
 // included: the source's AttemptCounter, else ApproximateReceiveCount.
-func (d *Delivery) NumDelivered() int {
+func (d *delivery) NumDelivered() int {
 	if d.attempts > 0 {
 		return d.attempts
 	}

@@ -4,9 +4,63 @@
 // that sources, filters, enrichers and targets implement, and imports none
 // of them.
 //
+// # Embedding: where to start
+//
+// The examples are the way in; each runs in go test:
+//
+//   - Example: a pipe in Go, a memory queue (source/memory) as its source
+//     and a TargetFunc as its target, reading each body with Event.Body.
+//   - Example_itemFailures: what a target's Result does to each item —
+//     not named: succeeded; a plain error: retried by the source's rules;
+//     Permanent(err): dead-lettered now; ItemFailure.RetryAfter: tried
+//     again after that delay.
+//   - ExampleRunner: two pipes run together and a graceful stop.
+//   - Example_customSource and Example_customTarget: a Source and a Target
+//     of your own, each passing its contract suite (source/sourcetest,
+//     target/targettest).
+//   - In package pipes (the module's root): ExampleRegistry_RegisterFunc
+//     and ExampleRegistry_MustRegisterTarget, a pipe from a pipeline file
+//     with a target type of your own.
+//
+// # What is public, and why
+//
+// An embedder writes a Target (or a TargetFunc), maybe a Source, and
+// builds pipes with New and Options, running them with Run or a Runner.
+// Those contracts, the per-item answer (Result, ItemFailure, Fail,
+// Permanent, Throttled, ErrReportedFailed) and what Options takes (Filter,
+// Enricher, Transformer, Backoff, Metrics) are exported. Tracer is too,
+// as the type of Options.Tracer, but its span type is internal: the
+// module's OpenTelemetry provider is the one implementation. What only
+// the module's own packages share — the in-flight byte budget
+// (internal/budget), the error classes the runtime reads and sources'
+// SettleError (internal/core), the observer hooks of the status page and
+// the tracing span types (internal/core), the partial batch answer parser
+// (internal/kit/partial) — is internal. No internal type is aliased here:
+// an alias would show a name whose documentation an embedder cannot read.
+//
+// Delivery is not exported. nats.go's jetstream hands each Msg, with its
+// verbs, to the consumer, who settles it; here nobody but the pipe
+// settles (see "Who settles"), and a target is handed []*Event, so a
+// Delivery would be a type no user can obtain. A target says what becomes
+// of each item in its Result instead: nothing (success), an error (retry
+// by the source's rules), Permanent (dead-letter now), or RetryAfter (try
+// again after d: on SQS a ChangeMessageVisibility to d, on RabbitMQ its
+// delayed retry, on the memory queue a delay). The settler maps these to
+// the verbs below, once per message, on every path.
+//
+// The optional abilities of a Source (Opener, Closer, Extender,
+// Terminator, Deferrer, HoldLimiter, AckObserver, AttemptCounter,
+// CancelSafe, DeferralTeller) stay one-method interfaces found by type
+// assertion rather than capability fields on SourceInfo: each is a
+// behaviour with its own arguments, a wrapper forwards exactly those it
+// implements (embedding a source keeps them all, as Example_customSource
+// does), and a source author implements only Receive, Ack and Nak to
+// begin with. Capability flags would need function fields beside them
+// and could claim an ability the value does not have.
+//
 // # The path of a message
 //
-//	Source.Receive ──► Delivery (settler.track: leased, heartbeated)
+//	Source.Receive ──► delivery (settler.track: leased, heartbeated)
 //	      │                 pipe.go: receive
 //	      ▼
 //	batcher.add ──► batch (size, window, 6 MB of record JSON;
@@ -38,7 +92,7 @@
 // deliveries to the same settler. Plugins — filters, enrichers, targets,
 // the retry wrapper — return results and errors; they never settle.
 //
-// A Delivery takes one final verb: a second is refused (ErrSettled) and
+// A delivery takes one final verb: a second is refused (errSettled) and
 // counted. An extension under way and the final verb of the same delivery
 // never overlap: the verb waits for the extension to return, and nothing
 // is extended after its verb.

@@ -12,9 +12,9 @@ import (
 func TestAJudgementFindsItemsByIDTheSameWithAScanAndAMap(t *testing.T) {
 	for _, n := range []int{3, scanIDs, scanIDs + 1, 100} {
 		t.Run(fmt.Sprintf("a batch of %d", n), func(t *testing.T) {
-			batch := make([]*Delivery, n)
+			batch := make([]*delivery, n)
 			for i := range batch {
-				batch[i] = &Delivery{Message: &Message{MessageID: fmt.Sprintf("m%d", i%(n-1))}} // the last repeats m0
+				batch[i] = &delivery{Message: &Message{MessageID: fmt.Sprintf("m%d", i%(n-1))}} // the last repeats m0
 			}
 			j := judgement{v: make([]verdict, n)}
 			j.init(batch)
@@ -27,13 +27,13 @@ func TestAJudgementFindsItemsByIDTheSameWithAScanAndAMap(t *testing.T) {
 			if got := j.first("nope"); got != -1 {
 				t.Errorf("first(nope) = %d, want -1", got)
 			}
-			j.v[1] = verdict{outcome: Filtered}
-			j.fail("m1", "target", nil, FailedRetry)
-			j.fail("m0", "target", nil, FailedRetry)
-			if j.v[1].outcome != Filtered {
+			j.v[1] = verdict{outcome: outFiltered}
+			j.fail("m1", "target", nil, outFailedRetry)
+			j.fail("m0", "target", nil, outFailedRetry)
+			if j.v[1].outcome != outFiltered {
 				t.Errorf("item 1 was decided again: %v", j.v[1].outcome)
 			}
-			if j.v[0].outcome != 0 || j.v[n-1].outcome != FailedRetry {
+			if j.v[0].outcome != 0 || j.v[n-1].outcome != outFailedRetry {
 				t.Errorf("m0: item 0 %v (want undecided), item %d %v (want failed)", j.v[0].outcome, n-1, j.v[n-1].outcome)
 			}
 			if j.undecided(&Event{Message: batch[2].Message}) != (n > 3) {

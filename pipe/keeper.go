@@ -16,7 +16,7 @@ type Keeper struct {
 	s *settler
 
 	mu   sync.Mutex
-	byID map[string]*Delivery
+	byID map[string]*delivery
 	errs []error
 }
 
@@ -27,7 +27,7 @@ func NewKeeper(src Source, vis time.Duration, log *slog.Logger) *Keeper {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	k := &Keeper{byID: map[string]*Delivery{}}
+	k := &Keeper{byID: map[string]*delivery{}}
 	k.s = newSettler(settlerConfig{
 		src: src, vis: vis, log: log, met: NewMetrics(nil).forPipe("keeper"),
 		onErr: func(err error) {

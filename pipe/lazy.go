@@ -2,9 +2,9 @@ package pipe
 
 // PayloadAppender is an optional ability of a Target: it reads events'
 // payloads only through Event.AppendPayload, Event.PayloadLen and
-// Event.PayloadBytes, never through the Payload field. A pipe without an
+// Event.PayloadBytes, never through the RecordJSON field. A pipe without an
 // enrichment and an input template then hands it events whose payload is
-// the record not encoded yet (Payload nil): each record is written once,
+// the record not encoded yet (RecordJSON nil): each record is written once,
 // as the target sends it, so that no encoded copy of a message is kept
 // beside its body while it is in flight. The pipe finds the ability by
 // type assertion on its Target (a wrapper that does not forward it gets
@@ -16,36 +16,36 @@ type PayloadAppender interface {
 }
 
 // AppendPayload appends the event's payload to b and returns the extended
-// slice: Payload, or the record when the payload is the record not encoded
+// slice: RecordJSON, or the record when the payload is the record not encoded
 // yet. It does not block; it is safe for concurrent use when no stage
 // changes the event.
 func (e *Event) AppendPayload(b []byte) []byte {
-	if e.lazy && e.Payload == nil {
+	if e.lazy && e.RecordJSON == nil {
 		return e.Message.appendSQS(b, nil)
 	}
-	return append(b, e.Payload...)
+	return append(b, e.RecordJSON...)
 }
 
 // PayloadLen is the length of what AppendPayload appends, computed
 // without encoding a record. It does not block.
 func (e *Event) PayloadLen() int {
-	if e.lazy && e.Payload == nil {
+	if e.lazy && e.RecordJSON == nil {
 		if n := e.Message.recLen; n > 0 {
 			return n
 		}
 		return e.Message.sqsLen(nil)
 	}
-	return len(e.Payload)
+	return len(e.RecordJSON)
 }
 
-// PayloadBytes returns the payload: Payload, or the record encoded now
+// PayloadBytes returns the payload: RecordJSON, or the record encoded now
 // (into a new slice, not kept) when the payload is the record not encoded
 // yet. Callers must not modify it. It does not block.
 func (e *Event) PayloadBytes() []byte {
-	if e.lazy && e.Payload == nil {
+	if e.lazy && e.RecordJSON == nil {
 		return e.Message.appendSQS(nil, nil)
 	}
-	return e.Payload
+	return e.RecordJSON
 }
 
 // lazyRecord reports whether m's record is encoded by appendSQS without an

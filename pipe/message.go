@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 // Message is one queue message as a record of the EventBridge Pipes SQS shape.
@@ -284,7 +286,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	if j.EventSource == EventSourceRabbitMQ {
+	if j.EventSource == core.EventSourceRabbitMQ {
 		return m.unmarshalShaped(data)
 	}
 	*m = Message{
@@ -295,9 +297,6 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	}
 	return nil
 }
-
-// EventSourceRabbitMQ is the eventSource of Pipes RabbitMQ records.
-const EventSourceRabbitMQ = "aws:rmq"
 
 // unmarshalShaped reads a Pipes RabbitMQ record, keeping its fields in
 // order; messageId is the item identifier and data the base64 body.

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -112,8 +113,8 @@ type pipeMetrics struct {
 	concurrency, inflight, inflightBytes, circuitOpen                prometheus.Gauge
 	targetDuration, messageAge                                       prometheus.Observer
 	m                                                                *Metrics
-	obs                                                              Observer // SetObserver; nil: none
-	tap                                                              Tap      // obs as a Tap; nil: none
+	obs                                                              core.Observer // SetObserver; nil: none
+	tap                                                              Tap           // obs as a Tap; nil: none
 	name                                                             string
 }
 

@@ -5,77 +5,21 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/pipesproject/pipes/internal/core"
 )
-
-// SampleLimit is the most bytes of a message body a Failure carries.
-const SampleLimit = 512
-
-// Observer is told what a pipe does, at the points where the pipe counts
-// it in its metrics: a status page or a test watches a pipe through it.
-// Its methods are called from the pipe's goroutines, some under the
-// pipe's lock: they must be safe for concurrent use, must not block and
-// must not call back into the pipe. A pipe without an observer pays one
-// nil check per call site and allocates nothing for it.
-type Observer interface {
-	// Received is called for every receive that returned messages: n
-	// messages, the oldest of them sent at oldest (zero when the source
-	// gives no SentTimestamp).
-	Received(n int, oldest time.Time)
-	// Settled is called once per batch with how many of its messages were
-	// delivered (the target took them) and filtered out.
-	Settled(delivered, filtered int)
-	// Failed is called for every message that failed in a batch.
-	Failed(f Failure)
-	// DeadLettered is called with the messages dead-lettered: sent to the
-	// dead-letter target, handed to the broker's dead-lettering, or failed
-	// on their last receive allowed by the queue's redrive policy.
-	DeadLettered(n int)
-	// Scaled is called when the pipe's concurrency changes, with why.
-	Scaled(d ScalingDecision)
-}
-
-// Failure is one message that failed, as an Observer sees it.
-type Failure struct {
-	// MessageID is the message's id in its source.
-	MessageID string
-	// Stage is where it failed: filter, enrichment, transform, target,
-	// fifo or runtime.
-	Stage string
-	// Err is why.
-	Err error
-	// Attempts is how many times the message was delivered, this time
-	// included (Delivery.NumDelivered).
-	Attempts int
-	// At is when the failure was settled.
-	At time.Time
-	// Sample is the start of the body, at most SampleLimit bytes, only when
-	// the pipe's logging includes execution data (else nil).
-	Sample string
-	// Attributes are the names of the message's attributes (SQS message
-	// attributes, RabbitMQ headers), sorted, without their values, and
-	// only with Sample.
-	Attributes []string
-}
-
-// ScalingDecision is a change of a pipe's concurrency.
-type ScalingDecision struct {
-	From, To int
-	// Reason says why, as the logs put it ("messages keep coming").
-	Reason string
-	At     time.Time
-}
 
 // SetObserver makes o the pipe's observer. Call it before Run: it is not
 // safe to call while the pipe runs.
 // When o is also a Tap, it is told of single messages while it is
 // Tapping.
-func (p *Pipe) SetObserver(o Observer) {
+func (p *Pipe) SetObserver(o core.Observer) {
 	p.met.obs = o
 	p.met.tap, _ = o.(Tap)
 }
 
 // observeReceived tells the observer of a receive's messages.
-func (p *Pipe) observeReceived(ds []*Delivery) {
+func (p *Pipe) observeReceived(ds []*delivery) {
 	o := p.met.obs
 	if o == nil {
 		return
@@ -92,7 +36,7 @@ func (p *Pipe) observeReceived(ds []*Delivery) {
 }
 
 // observeBatch tells the observer of a batch's verdicts.
-func (p *Pipe) observeBatch(batch []*Delivery, v []verdict) {
+func (p *Pipe) observeBatch(batch []*delivery, v []verdict) {
 	o := p.met.obs
 	if o == nil {
 		return
@@ -101,13 +45,13 @@ func (p *Pipe) observeBatch(batch []*Delivery, v []verdict) {
 	now := time.Now()
 	for i, d := range batch {
 		switch v[i].outcome {
-		case Succeeded:
+		case outSucceeded:
 			delivered++
-		case Filtered:
+		case outFiltered:
 			filtered++
-		case Released:
+		case outReleased:
 		default:
-			f := Failure{MessageID: d.Message.MessageID, Stage: v[i].stage, Err: v[i].err,
+			f := core.Failure{MessageID: d.Message.MessageID, Stage: v[i].stage, Err: v[i].err,
 				Attempts: d.NumDelivered(), At: now}
 			if p.opt.IncludeExecutionData {
 				f.Sample = sampleOf(d.Message.Body)
@@ -146,10 +90,10 @@ func attributeNames(m *Message) []string {
 // sampleOf is the start of body, at most SampleLimit bytes, cut at a
 // character boundary.
 func sampleOf(body string) string {
-	if len(body) <= SampleLimit {
+	if len(body) <= core.SampleLimit {
 		return body
 	}
-	cut := SampleLimit
+	cut := core.SampleLimit
 	for cut > 0 && !utf8Start(body[cut]) {
 		cut--
 	}
@@ -169,6 +113,6 @@ func (m *pipeMetrics) observeDeadLettered(n int) {
 // observeScaled tells the observer of a change of concurrency.
 func (p *Pipe) observeScaled(from, to int, reason string) {
 	if o := p.met.obs; o != nil {
-		o.Scaled(ScalingDecision{From: from, To: to, Reason: reason, At: time.Now()})
+		o.Scaled(core.ScalingDecision{From: from, To: to, Reason: reason, At: time.Now()})
 	}
 }

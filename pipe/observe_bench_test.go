@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 )
@@ -26,7 +27,7 @@ func BenchmarkDrainWithIdleTap(b *testing.B) {
 
 // observed is an observer that counts what it was told.
 type observed interface {
-	pipe.Observer
+	core.Observer
 	deliveredCount() int
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 )
@@ -16,7 +17,7 @@ type watcher struct {
 	mu                                  sync.Mutex
 	received, delivered, filtered, dead int
 	oldest                              time.Time
-	failures                            []pipe.Failure
+	failures                            []core.Failure
 }
 
 func (w *watcher) Received(n int, oldest time.Time) {
@@ -35,7 +36,7 @@ func (w *watcher) Settled(delivered, filtered int) {
 	w.filtered += filtered
 }
 
-func (w *watcher) Failed(f pipe.Failure) {
+func (w *watcher) Failed(f core.Failure) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.failures = append(w.failures, f)
@@ -47,7 +48,7 @@ func (w *watcher) DeadLettered(n int) {
 	w.dead += n
 }
 
-func (w *watcher) Scaled(pipe.ScalingDecision) {}
+func (w *watcher) Scaled(core.ScalingDecision) {}
 
 // onlyOdd is a filter that lets through the bodies holding "keep".
 type onlyKeep struct{}
@@ -99,8 +100,8 @@ func TestTheObserverSeesWhatTheMetricsCount(t *testing.T) {
 			if got := f.Sample != ""; got != tc.wantSample {
 				t.Fatalf("sample %q, want one: %v", f.Sample, tc.wantSample)
 			}
-			if len(f.Sample) > pipe.SampleLimit || !strings.HasPrefix(long, f.Sample) || !utf8Valid(f.Sample) {
-				t.Fatalf("sample of %d bytes is not a whole-character prefix of at most %d", len(f.Sample), pipe.SampleLimit)
+			if len(f.Sample) > core.SampleLimit || !strings.HasPrefix(long, f.Sample) || !utf8Valid(f.Sample) {
+				t.Fatalf("sample of %d bytes is not a whole-character prefix of at most %d", len(f.Sample), core.SampleLimit)
 			}
 		})
 	}

@@ -2,10 +2,10 @@ package pipe
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/pipesproject/pipes/internal/backoff"
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 // Deferrer is a Source that can give messages back, to be delivered again
@@ -32,53 +32,6 @@ type Deferrer interface {
 // equal jitter, up to the breaker's longest probe interval.
 var outageRetry = backoff.Exponential{Base: breakerProbeMin, Max: breakerProbeMax, Jitter: backoff.Equal}
 
-type batchFailure struct{ err error }
-
-func (e *batchFailure) Error() string { return e.err.Error() }
-func (e *batchFailure) Unwrap() error { return e.err }
-
-// BatchFailure marks err as the failure of a whole target call: every item
-// of the call failed with it. A target wrapper that hands such a failure
-// back per item (the retry wrapper, once its attempts ran out) marks it,
-// so that the pipe takes it for an outage, not for a verdict on each item.
-func BatchFailure(err error) error {
-	if err == nil || IsBatchFailure(err) {
-		return err
-	}
-	return &batchFailure{err: err}
-}
-
-// IsBatchFailure reports whether err, or an error it wraps, was marked
-// BatchFailure.
-func IsBatchFailure(err error) bool {
-	var b *batchFailure
-	return errors.As(err, &b)
-}
-
-type tooOld struct{ err error }
-
-func (e *tooOld) Error() string { return e.err.Error() }
-func (e *tooOld) Unwrap() error { return e.err }
-
-// TooOld marks err as the failure of an item that is not tried again
-// because its message is older than the retry policy's max_event_age
-// (Lambda's MaximumRecordAgeInSeconds). It is a verdict on the item even
-// when err is a whole-call failure (BatchFailure): an event held through
-// an outage honours its age when it is next tried, rather than being held
-// for ever.
-func TooOld(err error) error {
-	if err == nil || IsTooOld(err) {
-		return err
-	}
-	return &tooOld{err: err}
-}
-
-// IsTooOld reports whether err, or an error it wraps, was marked TooOld.
-func IsTooOld(err error) bool {
-	var t *tooOld
-	return errors.As(err, &t)
-}
-
 // targetState is what a finished batch tells of the target.
 type targetState uint8
 
@@ -96,7 +49,7 @@ const (
 // heldBatch is a batch of outage messages the pipe holds (leased by the
 // heartbeat, no receive spent) until it goes again.
 type heldBatch struct {
-	ds    []*Delivery
+	ds    []*delivery
 	at    time.Time // when it may go again while the circuit is closed
 	tries int       // its whole failures in a row
 	// failedAt is when its first failed attempt started, or for a half
@@ -106,7 +59,7 @@ type heldBatch struct {
 	failedAt time.Time
 	// rest (FIFO, one group) are the messages after ds in their group,
 	// held with it: they go once ds is done (bisecting in order).
-	rest []*Delivery
+	rest []*delivery
 	// until is when the first of them must be given back (HoldLimiter:
 	// RabbitMQ's consumer_timeout); zero: no limit.
 	until time.Time
@@ -114,7 +67,7 @@ type heldBatch struct {
 
 // holdLocked keeps outage deliveries in the pipe to go again after the
 // backoff of tries. p.mu is held.
-func (p *Pipe) holdLocked(ds []*Delivery, tries int, failedAt time.Time, rest []*Delivery) {
+func (p *Pipe) holdLocked(ds []*delivery, tries int, failedAt time.Time, rest []*delivery) {
 	if len(ds) == 0 {
 		return
 	}
@@ -124,7 +77,7 @@ func (p *Pipe) holdLocked(ds []*Delivery, tries int, failedAt time.Time, rest []
 // keepLocked holds h. p.mu is held.
 func (p *Pipe) keepLocked(h heldBatch) {
 	if hl, ok := p.opt.Source.(HoldLimiter); ok {
-		for _, ds := range [][]*Delivery{h.ds, h.rest} {
+		for _, ds := range [][]*delivery{h.ds, h.rest} {
 			for _, d := range ds {
 				if u := hl.HoldUntil(d.Message); !u.IsZero() && (h.until.IsZero() || u.Before(h.until)) {
 					h.until = u
@@ -167,8 +120,8 @@ func (p *Pipe) dueHeldLocked(now time.Time) (due int, next time.Time) {
 // undeferred holds the deliveries a Deferrer kept (it could not defer
 // them): the pipe retries them itself; when stopping they are released,
 // and so are those at their HoldLimiter's limit (it was a last try).
-func (p *Pipe) undeferred(ds []*Delivery) {
-	var back []*Delivery
+func (p *Pipe) undeferred(ds []*delivery) {
+	var back []*delivery
 	if hl, ok := p.opt.Source.(HoldLimiter); ok {
 		now := time.Now()
 		kept := ds[:0:0]
@@ -219,7 +172,7 @@ func (p *Pipe) expireHeld(now time.Time) (next time.Time) {
 			continue
 		}
 		p.takeHeldLocked(i)
-		ds := append(append([]*Delivery(nil), h.ds...), h.rest...)
+		ds := append(append([]*delivery(nil), h.ds...), h.rest...)
 		groups := map[string]bool{}
 		for _, d := range ds {
 			if defer_ {
@@ -306,13 +259,13 @@ func (c *convictions) has(id string) bool {
 // Judged messages lose their outage mark (v[i].judged): they fail as a
 // named item failure would. It reports whether anything was judged, and
 // whether there was evidence that the target works.
-func (p *Pipe) bisect(batch []*Delivery, v []verdict, h *heldBatch) (split, judged, evidence bool) {
+func (p *Pipe) bisect(batch []*delivery, v []verdict, h *heldBatch) (split, judged, evidence bool) {
 	n := 0
 	for i := range v {
 		switch {
 		case v[i].outage:
 			n++
-		case v[i].outcome == Succeeded, v[i].outcome == FailedRetry && v[i].stage == "target" && !IsBatchFailure(v[i].err):
+		case v[i].outcome == outSucceeded, v[i].outcome == outFailedRetry && v[i].stage == "target" && !core.IsBatchFailure(v[i].err):
 			return false, false, false // the target answered this batch
 		}
 	}
@@ -375,9 +328,9 @@ func (p *Pipe) bisect(batch []*Delivery, v []verdict, h *heldBatch) (split, judg
 // target works. A FIFO batch is split between its groups; one of a single
 // group is split in order: the second half (and rest, what follows in the
 // group) waits, held, until the first is done. p.mu is held.
-func (p *Pipe) splitLocked(ds []*Delivery, rest []*Delivery) {
+func (p *Pipe) splitLocked(ds []*delivery, rest []*delivery) {
 	now := time.Now()
-	half := func(part, rest []*Delivery) {
+	half := func(part, rest []*delivery) {
 		p.keepLocked(heldBatch{ds: part, at: now, failedAt: now, rest: rest})
 	}
 	if !p.info.FIFO {
@@ -399,7 +352,7 @@ func (p *Pipe) splitLocked(ds []*Delivery, rest []*Delivery) {
 		for _, g := range order[:len(order)/2] {
 			first[g] = true
 		}
-		var a, b []*Delivery
+		var a, b []*delivery
 		for _, d := range ds {
 			if first[d.Message.GroupID()] {
 				a = append(a, d)
@@ -412,7 +365,7 @@ func (p *Pipe) splitLocked(ds []*Delivery, rest []*Delivery) {
 		return
 	}
 	m := len(ds) / 2
-	after := make([]*Delivery, 0, len(ds)-m+len(rest))
+	after := make([]*delivery, 0, len(ds)-m+len(rest))
 	after = append(append(after, ds[m:]...), rest...)
 	half(ds[:m:m], after)
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/backoff"
+	"github.com/pipesproject/pipes/internal/budget"
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 // Limits fixed by Pipes and SQS.
@@ -142,7 +144,7 @@ type Options struct {
 	DryRun bool
 
 	// Budget bounds in-flight bytes across pipes (nil: no limit).
-	Budget *Budget
+	Budget *budget.Budget
 	// Metrics receives the pipe's series (nil: a private, unregistered set).
 	Metrics *Metrics
 	// Logger receives the pipe's logs (nil: discard).
@@ -460,7 +462,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 }
 
 // giveBack releases deliveries at once (Nak).
-func (p *Pipe) giveBack(ds []*Delivery) {
+func (p *Pipe) giveBack(ds []*delivery) {
 	if len(ds) == 0 {
 		return
 	}
@@ -508,14 +510,14 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 			return info, nil
 		}
 		delay := wait.Delay(attempt)
-		if IsPermanent(err) {
+		if core.IsPermanent(err) {
 			// A running pipe outlives a missing queue or a denied access
 			// (the queue may be created, the role fixed): it backs off,
 			// stays not ready, and says why.
 			permanentAttempt++
 			delay = waitPermanent.Delay(permanentAttempt)
 		}
-		if ctx.Err() != nil || p.opt.Drain && (IsPermanent(err) || time.Since(start)+delay > drainOpenTimeout) {
+		if ctx.Err() != nil || p.opt.Drain && (core.IsPermanent(err) || time.Since(start)+delay > drainOpenTimeout) {
 			// A drain is a job that ends: it says why it could not start.
 			return SourceInfo{}, fmt.Errorf("opening the source: %w", err)
 		}
@@ -722,7 +724,7 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 	now := time.Now()
 	msgs, err := p.opt.Source.Receive(ctx, n)
 	got := 0
-	ds := make([]*Delivery, len(msgs))
+	ds := make([]*delivery, len(msgs))
 	for i, m := range msgs {
 		unwrap(m, p.opt.Unwrap) // before the lock: it decodes JSON
 		ds[i] = p.set.track(m, now)
@@ -839,7 +841,7 @@ func (p *Pipe) dispatch(ctx context.Context, pool *workers) {
 			p.mu.Unlock()
 			return
 		}
-		var b []*Delivery
+		var b []*delivery
 		var held *heldBatch
 		probe := false
 		switch {
@@ -882,8 +884,8 @@ func (p *Pipe) dispatch(ctx context.Context, pool *workers) {
 }
 
 // releaseHeldLocked takes the outage batches the pipe holds.
-func (p *Pipe) releaseHeldLocked() []*Delivery {
-	var out []*Delivery
+func (p *Pipe) releaseHeldLocked() []*delivery {
+	var out []*delivery
 	for _, h := range p.circuit.held {
 		out = append(out, h.ds...)
 		out = append(out, h.rest...)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/budget"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 )
@@ -202,7 +204,7 @@ func TestABatchIsHandedOnBeforeItsPayloadPassesSixMegabytes(t *testing.T) {
 			target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
 				n := len(events) + 1 // the array's brackets and commas
 				for _, ev := range events {
-					n += len(ev.Payload)
+					n += len(ev.RecordJSON)
 				}
 				mu.Lock()
 				sizes = append(sizes, n)
@@ -360,7 +362,7 @@ func TestPollersWaitWhileTheInflightByteBudgetIsSpent(t *testing.T) {
 	q := newQueue(t, b, "orders", memory.Options{})
 	body := strings.Repeat("y", 10_000)
 	send(t, q, bodies(200, body+"%d")...)
-	budget := pipe.NewBudget(50_000)
+	budget := budget.New(50_000)
 	var peak atomic.Int64
 	target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
 		if u := budget.Used(); u > peak.Load() {
@@ -409,6 +411,41 @@ func TestRetryBackoffDelaysFailedItemsByReceiveCount(t *testing.T) {
 	}
 }
 
+func TestAnItemsRetryAfterDelaysItsNextTry(t *testing.T) {
+	tests := []struct {
+		name    string
+		backoff *pipe.Backoff
+	}{
+		{"without a retry backoff, the queue's hour-long lease is not waited for", nil},
+		{"in place of a retry backoff of a minute", &pipe.Backoff{Base: time.Minute, Factor: 1, Max: time.Minute}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := memory.NewBroker()
+			q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: time.Hour})
+			send(t, q, `{"n":1}`)
+			var mu sync.Mutex
+			var times []time.Time
+			target := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				times = append(times, time.Now())
+				if len(times) == 1 {
+					return pipe.Result{Failures: []pipe.ItemFailure{{ID: events[0].ID(), Err: errors.New("busy"), RetryAfter: time.Second}}}, nil
+				}
+				return pipe.Result{}, nil
+			})
+			runDrain(t, pipe.Options{Source: drainable{q}, Target: target, RetryBackoff: tt.backoff})
+			if len(times) != 2 {
+				t.Fatalf("target called %d times, want 2", len(times))
+			}
+			if d := times[1].Sub(times[0]); d < 900*time.Millisecond || d > 10*time.Second {
+				t.Fatalf("retried after %v, want about the 1 s the target asked for", d)
+			}
+		})
+	}
+}
+
 // fanOut is an enrichment that drops bodies holding "drop", fails bodies
 // holding "bad", and turns every other event into two.
 type fanOut struct{}
@@ -422,7 +459,7 @@ func (fanOut) Enrich(_ context.Context, events []*pipe.Event) ([]*pipe.Event, pi
 		case strings.Contains(ev.Message.Body, "bad"):
 			res.Failures = append(res.Failures, pipe.ItemFailure{ID: ev.ID(), Err: errors.New("enrichment refused it")})
 		default:
-			out = append(out, &pipe.Event{Message: ev.Message, Payload: []byte(`"a"`)}, &pipe.Event{Message: ev.Message, Payload: []byte(`"b"`)})
+			out = append(out, &pipe.Event{Message: ev.Message, RecordJSON: []byte(`"a"`)}, &pipe.Event{Message: ev.Message, RecordJSON: []byte(`"b"`)})
 		}
 	}
 	return out, res, nil
@@ -439,10 +476,10 @@ func TestEnrichmentOutcomesMapBackToSourceMessages(t *testing.T) {
 		defer mu.Unlock()
 		var res pipe.Result
 		for _, ev := range events {
-			payloads[ev.Message.Body] = append(payloads[ev.Message.Body], string(ev.Payload))
+			payloads[ev.Message.Body] = append(payloads[ev.Message.Body], string(ev.RecordJSON))
 			// One of the two events of the "half" message fails: the
 			// message must not be deleted.
-			if strings.Contains(ev.Message.Body, "half") && string(ev.Payload) == `"b"` {
+			if strings.Contains(ev.Message.Body, "half") && string(ev.RecordJSON) == `"b"` {
 				res.Failures = append(res.Failures, pipe.ItemFailure{ID: ev.ID()})
 			}
 		}
@@ -484,8 +521,8 @@ func TestDeadLetterTarget(t *testing.T) {
 		wantDead    bool
 	}{
 		{name: "a client error goes to the dead-letter target at once", err: pipe.Permanent(errors.New("400 Bad Request")), wantDead: true},
-		{name: "exhausted retries go there when on_exhausted is dead_letter", err: pipe.Exhausted(errors.New("503"), 3), onExhausted: true, wantDead: true},
-		{name: "exhausted retries go back to the queue by default", err: pipe.Exhausted(errors.New("503"), 3)},
+		{name: "exhausted retries go there when on_exhausted is dead_letter", err: core.Exhausted(errors.New("503"), 3), onExhausted: true, wantDead: true},
+		{name: "exhausted retries go back to the queue by default", err: core.Exhausted(errors.New("503"), 3)},
 		{name: "a plain failure goes back to the queue", err: errors.New("503")},
 		{name: "a failed dead-letter send leaves the item to its visibility timeout, never drops it", err: pipe.Permanent(errors.New("400")), dlqFails: true},
 		{name: "a panicking dead-letter target leaves the item to its visibility timeout", err: pipe.Permanent(errors.New("400")), dlqFails: true, dlqPanics: true},
@@ -507,7 +544,7 @@ func TestDeadLetterTarget(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				for _, ev := range events {
-					got = append(got, sent{string(ev.Payload), ev.Attributes})
+					got = append(got, sent{string(ev.RecordJSON), ev.Attributes})
 				}
 				return pipe.Result{}, nil
 			})

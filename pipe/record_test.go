@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -18,7 +19,7 @@ func TestARabbitMQRecordRoundTripsAndKeepsItsFieldOrder(t *testing.T) {
 	if err := json.Unmarshal([]byte(rabbitRecord), &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.MessageID != "m-1" || m.Body != `{"kind":"x"}` || m.Record == nil || m.EventSource != pipe.EventSourceRabbitMQ {
+	if m.MessageID != "m-1" || m.Body != `{"kind":"x"}` || m.Record == nil || m.EventSource != core.EventSourceRabbitMQ {
 		t.Fatalf("decoded id %q body %q record %v source %q", m.MessageID, m.Body, m.Record != nil, m.EventSource)
 	}
 	got, err := m.JSON()

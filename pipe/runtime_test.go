@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/pipesproject/pipes/internal/budget"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 )
@@ -95,7 +96,7 @@ func TestAbortCutsTheStopShort(t *testing.T) {
 func TestAStoppingPipeGivesEveryByteBackToTheBudget(t *testing.T) {
 	b := memory.NewBroker()
 	q := newQueue(t, b, "orders", memory.Options{WaitTime: 2 * time.Second})
-	budget := pipe.NewBudget(1 << 20)
+	budget := budget.New(1 << 20)
 	p, err := pipe.New(pipe.Options{Source: q, Target: &recorder{}, Budget: budget, InitialConcurrency: 5})
 	if err != nil {
 		t.Fatal(err)

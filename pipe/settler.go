@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/budget"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/sourcegraph/conc"
 )
 
@@ -24,7 +26,7 @@ const (
 )
 
 // settler is the one place a pipe's messages are settled. Every received
-// message becomes a Delivery it tracks; the runtime gives each one final
+// message becomes a delivery it tracks; the runtime gives each one final
 // verb (Ack, Nak, NakWithDelay, Term, or "retry when the lease ends"),
 // and the settler turns those into batched source calls on a fixed set of
 // long-lived workers: acks gathered across batches, ten per call, waiting
@@ -42,21 +44,21 @@ type settler struct {
 	def  Deferrer   // nil: outages are held by the pipe
 	// onKept is told of deferred deliveries the source kept (could not
 	// defer): they are the pipe's to hold again.
-	onKept  func([]*Delivery)
+	onKept  func([]*delivery)
 	dead    *deadLetterer
 	vis     time.Duration
 	backoff *Backoff // failed dead-letter sends: retry delay by receive count
 	log     *slog.Logger
 	met     *pipeMetrics
-	budget  *Budget
+	budget  *budget.Budget
 	onErr   func(error)
 
 	obs AckObserver // nil: no one to tell of deletes
 
 	mu      sync.Mutex
 	cond    *sync.Cond
-	open    map[*Delivery]struct{} // received, not settled
-	acks    []*Delivery            // final Ack, waiting for a call
+	open    map[*delivery]struct{} // received, not settled
+	acks    []*delivery            // final Ack, waiting for a call
 	queue   []job
 	closing bool      // no new extensions; acks flushed at once
 	closed  bool      // workers exit once the queue is empty
@@ -76,7 +78,7 @@ type settler struct {
 // job is one source call (or dead-letter send) for up to ten deliveries.
 type job struct {
 	op    jobOp
-	ds    []*Delivery
+	ds    []*delivery
 	delay time.Duration
 }
 
@@ -98,11 +100,11 @@ type settlerConfig struct {
 	dead    *deadLetterer
 	log     *slog.Logger
 	met     *pipeMetrics
-	budget  *Budget
+	budget  *budget.Budget
 	// onErr, when set, is told of every failed call (besides the log).
 	onErr func(error)
 	// onKept, when set, is told of deliveries a Deferrer kept.
-	onKept func([]*Delivery)
+	onKept func([]*delivery)
 }
 
 func (p *Pipe) settlerConfig() settlerConfig {
@@ -125,7 +127,7 @@ func newSettler(c settlerConfig, workers int) *settler {
 		budget:  c.budget,
 		onErr:   c.onErr,
 		onKept:  c.onKept,
-		open:    map[*Delivery]struct{}{},
+		open:    map[*delivery]struct{}{},
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 	}
@@ -151,8 +153,8 @@ func newSettler(c settlerConfig, workers int) *settler {
 }
 
 // track makes the delivery of a message received at receivedAt.
-func (s *settler) track(m *Message, receivedAt time.Time) *Delivery {
-	d := &Delivery{Message: m, s: s, size: m.Size(), receivedAt: receivedAt, leaseEnd: receivedAt.Add(s.vis)}
+func (s *settler) track(m *Message, receivedAt time.Time) *delivery {
+	d := &delivery{Message: m, s: s, size: m.Size(), receivedAt: receivedAt, leaseEnd: receivedAt.Add(s.vis)}
 	if n, err := m.recordLen(); err == nil {
 		d.recordSize = n
 	} else {
@@ -176,16 +178,16 @@ func (s *settler) tracked() int {
 
 // settle is one final verb for one delivery.
 type settle struct {
-	d      *Delivery
+	d      *delivery
 	v      verb
 	delay  time.Duration
 	reason error
 }
 
 // final gives d its final verb.
-func (s *settler) final(d *Delivery, v verb, delay time.Duration, reason error) error {
+func (s *settler) final(d *delivery, v verb, delay time.Duration, reason error) error {
 	if s.finalMany([]settle{{d: d, v: v, delay: delay, reason: reason}}) > 0 {
-		return ErrSettled
+		return errSettled
 	}
 	return nil
 }
@@ -193,7 +195,7 @@ func (s *settler) final(d *Delivery, v verb, delay time.Duration, reason error) 
 // finalMany gives each delivery its final verb in one step, grouping the
 // calls, and returns how many were refused as already settled.
 func (s *settler) finalMany(items []settle) (refused int) {
-	ready := make([]*Delivery, 0, len(items))
+	ready := make([]*delivery, 0, len(items))
 	s.mu.Lock()
 	for _, it := range items {
 		d := it.d
@@ -220,21 +222,21 @@ func (s *settler) finalMany(items []settle) (refused int) {
 
 // dispatchLocked queues the calls of deliveries whose final verb is set,
 // grouped by verb and delay, and returns those that need no call.
-func (s *settler) dispatchLocked(ds []*Delivery) (done []*Delivery) {
-	var naks, defers map[time.Duration][]*Delivery
-	var terms, retries []*Delivery
+func (s *settler) dispatchLocked(ds []*delivery) (done []*delivery) {
+	var naks, defers map[time.Duration][]*delivery
+	var terms, retries []*delivery
 	for _, d := range ds {
 		switch d.final {
 		case verbDefer:
 			if defers == nil {
-				defers = map[time.Duration][]*Delivery{}
+				defers = map[time.Duration][]*delivery{}
 			}
 			defers[d.delay] = append(defers[d.delay], d)
 		case verbAck:
 			s.acks = append(s.acks, d)
 		case verbNak:
 			if naks == nil {
-				naks = map[time.Duration][]*Delivery{}
+				naks = map[time.Duration][]*delivery{}
 			}
 			naks[d.delay] = append(naks[d.delay], d)
 		case verbTerm:
@@ -264,7 +266,7 @@ func (s *settler) dispatchLocked(ds []*Delivery) (done []*Delivery) {
 }
 
 // pushLocked queues calls for ds, ten deliveries per call.
-func (s *settler) pushLocked(op jobOp, ds []*Delivery, delay time.Duration) {
+func (s *settler) pushLocked(op jobOp, ds []*delivery, delay time.Duration) {
 	for len(ds) > 0 {
 		n := min(len(ds), MaxReceive)
 		s.queue = append(s.queue, job{op: op, ds: ds[:n:n], delay: delay})
@@ -283,7 +285,7 @@ func (s *settler) flushAcksLocked(all bool) {
 	}
 	if full > 0 {
 		s.pushLocked(opAck, s.acks[:full:full], 0)
-		s.acks = append([]*Delivery(nil), s.acks[full:]...)
+		s.acks = append([]*delivery(nil), s.acks[full:]...)
 	}
 	if len(s.acks) > 0 {
 		select {
@@ -294,7 +296,7 @@ func (s *settler) flushAcksLocked(all bool) {
 }
 
 // touch extends d's lease now (InProgress).
-func (s *settler) touch(d *Delivery) {
+func (s *settler) touch(d *delivery) {
 	if s.ext == nil {
 		return
 	}
@@ -305,7 +307,7 @@ func (s *settler) touch(d *Delivery) {
 	}
 	if ext := s.extensionLocked(d, time.Now()); ext > 0 {
 		d.extending = true
-		s.queue = append(s.queue, job{op: opExtend, ds: []*Delivery{d}, delay: ext})
+		s.queue = append(s.queue, job{op: opExtend, ds: []*delivery{d}, delay: ext})
 		s.cond.Signal()
 	}
 }
@@ -314,14 +316,14 @@ func (s *settler) touch(d *Delivery) {
 // verb, and while an Ack or a Term of it waits for its call (a slow delete
 // or dead-letter send must not let the message be delivered again). An
 // extension racing a delete is harmless; a Nak is never extended over.
-func extendable(d *Delivery) bool {
+func extendable(d *delivery) bool {
 	return !d.settled && (d.final == verbNone || d.final == verbAck || d.final == verbTerm || d.final == verbDefer)
 }
 
 // extensionLocked is how long d's lease may be extended from now: the
 // visibility, less what would pass the 12 h cap from the receive; 0 when
 // the cap is reached.
-func (s *settler) extensionLocked(d *Delivery, now time.Time) time.Duration {
+func (s *settler) extensionLocked(d *delivery, now time.Time) time.Duration {
 	left := MaxVisibility - leaseCapMargin - now.Sub(d.receivedAt)
 	if left >= s.vis {
 		return s.vis
@@ -365,7 +367,7 @@ func (s *settler) heartbeat(now time.Time) {
 	if s.ext == nil {
 		return
 	}
-	groups := map[time.Duration][]*Delivery{}
+	groups := map[time.Duration][]*delivery{}
 	capped := 0
 	s.mu.Lock()
 	if s.closing {
@@ -397,7 +399,7 @@ func (s *settler) heartbeat(now time.Time) {
 	}
 }
 
-func (s *settler) pushExtendLocked(ds []*Delivery, ext time.Duration) {
+func (s *settler) pushExtendLocked(ds []*delivery, ext time.Duration) {
 	for len(ds) > 0 {
 		n := min(len(ds), MaxReceive)
 		s.queue = append(s.queue, job{op: opExtend, ds: ds[:n:n], delay: ext})
@@ -438,7 +440,7 @@ func (s *settler) callCtx() (context.Context, context.CancelFunc) {
 	return context.WithDeadline(s.calls, deadline)
 }
 
-func messagesOf(ds []*Delivery) []*Message {
+func messagesOf(ds []*delivery) []*Message {
 	msgs := make([]*Message, len(ds))
 	for i, d := range ds {
 		msgs[i] = d.Message
@@ -499,7 +501,7 @@ func (s *settler) deferred(ctx context.Context, j job) {
 	for _, m := range kept {
 		keep[m] = true
 	}
-	var back, gone, ready []*Delivery
+	var back, gone, ready []*delivery
 	s.mu.Lock()
 	closing := s.closing
 	for _, d := range j.ds {
@@ -536,8 +538,8 @@ func (s *settler) deferred(ctx context.Context, j job) {
 // observeAcks tells the AckObserver of the deliveries of an Ack call that
 // were deleted (err names those that were not), leaving out those sent to
 // the dead-letter target.
-func (s *settler) observeAcks(ctx context.Context, ds []*Delivery, err error) {
-	var se *SettleError
+func (s *settler) observeAcks(ctx context.Context, ds []*delivery, err error) {
+	var se *core.SettleError
 	if err != nil && !errors.As(err, &se) {
 		return // nothing is known to be deleted
 	}
@@ -564,11 +566,11 @@ func (s *settler) report(err error) {
 
 // failed counts the deliveries err says were not settled, and among them
 // those whose receipt the source refused as stale.
-func (s *settler) failed(ds []*Delivery, err error) (bad, stale int) {
+func (s *settler) failed(ds []*delivery, err error) (bad, stale int) {
 	if err == nil {
 		return 0, 0
 	}
-	var se *SettleError
+	var se *core.SettleError
 	if !errors.As(err, &se) {
 		return len(ds), 0
 	}
@@ -586,11 +588,11 @@ func (s *settler) failed(ds []*Delivery, err error) (bad, stale int) {
 // extended records an extension's outcome and applies the final verbs that
 // waited for it.
 func (s *settler) extended(j job, start time.Time, err error) {
-	var se *SettleError
+	var se *core.SettleError
 	all := err != nil && !errors.As(err, &se)
 	n, stale := 0, 0
 	s.mu.Lock()
-	var deferred []*Delivery
+	var deferred []*delivery
 	for _, d := range j.ds {
 		d.extending = false
 		switch {
@@ -623,7 +625,7 @@ func (s *settler) extended(j job, start time.Time, err error) {
 // terminate gives up on deliveries: the pipe's dead-letter target (then
 // ack; a failed send is retried later, never made visible at once), else
 // the source's own dead-lettering, else the queue's redrive policy.
-func (s *settler) terminate(ctx context.Context, ds []*Delivery) {
+func (s *settler) terminate(ctx context.Context, ds []*delivery) {
 	switch {
 	case s.dead != nil:
 		sent, back, err := s.dead.send(ctx, ds)
@@ -657,7 +659,7 @@ func (s *settler) terminate(ctx context.Context, ds []*Delivery) {
 // regive replaces the final verb of deliveries the settler holds (a Term
 // that became an Ack or a retry). A retry gets the retry backoff when the
 // pipe has one.
-func (s *settler) regive(ds []*Delivery, v verb) {
+func (s *settler) regive(ds []*delivery, v verb) {
 	if len(ds) == 0 {
 		return
 	}
@@ -680,7 +682,7 @@ func (s *settler) regive(ds []*Delivery, v verb) {
 }
 
 // done forgets settled deliveries and gives their bytes back.
-func (s *settler) done(ds []*Delivery) {
+func (s *settler) done(ds []*delivery) {
 	bytes := 0
 	n := 0
 	s.mu.Lock()
@@ -739,7 +741,7 @@ type deadLetterer struct {
 // send delivers ds to the dead-letter target and says which were sent and
 // which were not (with the first error). A panic of the target fails the
 // send; it never escapes.
-func (dl *deadLetterer) send(ctx context.Context, ds []*Delivery) (sent, back []*Delivery, err error) {
+func (dl *deadLetterer) send(ctx context.Context, ds []*delivery) (sent, back []*delivery, err error) {
 	events := make([]*Event, len(ds))
 	now := time.Now()
 	for i, d := range ds {

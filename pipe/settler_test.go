@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -120,10 +121,10 @@ func TestASecondFinalVerbIsRefusedCountedAndNotApplied(t *testing.T) {
 	if err := d.Ack(); err != nil {
 		t.Fatalf("first Ack: %v", err)
 	}
-	if err := d.Nak(); !errors.Is(err, ErrSettled) {
+	if err := d.Nak(); !errors.Is(err, errSettled) {
 		t.Fatalf("second verb returned %v, want ErrSettled", err)
 	}
-	if err := d.Term(errors.New("late")); !errors.Is(err, ErrSettled) {
+	if err := d.Term(errors.New("late")); !errors.Is(err, errSettled) {
 		t.Fatalf("third verb returned %v, want ErrSettled", err)
 	}
 	waitFor(t, "the ack", func() bool { return len(src.callsOf("ack")) == 1 })
@@ -198,7 +199,7 @@ func TestALateExtensionNeverUndoesASettle(t *testing.T) {
 
 func TestAStaleReceiptIsNotExtendedEveryTick(t *testing.T) {
 	src := &fakeSource{extend: func(_ context.Context, msgs []*Message) error {
-		return &SettleError{Op: "change visibility", SenderFault: true,
+		return &core.SettleError{Op: "change visibility", SenderFault: true,
 			Failed: map[string]error{msgs[0].ReceiptHandle: errors.New("ReceiptHandleIsInvalid")}}
 	}}
 	s, _ := newTestSettler(t, src, 30*time.Second, Options{})
@@ -249,7 +250,7 @@ func TestExtensionsReachTwelveHoursFromTheReceive(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &settler{vis: tt.vis}
-			d := &Delivery{receivedAt: now.Add(-tt.received)}
+			d := &delivery{receivedAt: now.Add(-tt.received)}
 			if got := s.extensionLocked(d, now); got != tt.want {
 				t.Fatalf("extension %v, want %v", got, tt.want)
 			}
@@ -297,10 +298,10 @@ func TestDeadLetterEventKeepsTheOriginalBodyAndAttributes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := tt.msg()
-			d := &Delivery{Message: m, reason: atStage("target", Permanent(errors.New("400 bad request")))}
+			d := &delivery{Message: m, reason: atStage("target", Permanent(errors.New("400 bad request")))}
 			ev := deadLetterEvent(d, "orders", "arn:aws:sqs:us-east-1:1:orders", time.Now())
-			if string(ev.Payload) != tt.wantBody {
-				t.Errorf("body %s, want %s", ev.Payload, tt.wantBody)
+			if string(ev.RecordJSON) != tt.wantBody {
+				t.Errorf("body %s, want %s", ev.RecordJSON, tt.wantBody)
 			}
 			if len(ev.Attributes) != tt.wantAttrs {
 				t.Errorf("%d attributes, want %d: %v", len(ev.Attributes), tt.wantAttrs, ev.Attributes)
@@ -313,7 +314,7 @@ func TestDeadLetterEventKeepsTheOriginalBodyAndAttributes(t *testing.T) {
 			if _, ok := ev.Attributes["lifted"]; ok {
 				t.Errorf("an attribute lifted from the envelope was sent as the message's own")
 			}
-			folded, ok := ev.Attributes[DLQContext]
+			folded, ok := ev.Attributes[core.DLQContext]
 			if ok != tt.wantFolded {
 				t.Fatalf("folded context present %v, want %v", ok, tt.wantFolded)
 			}

@@ -83,7 +83,7 @@ func TestSplitMessagesSucceedWholeAndTheSourceHearsOnlyOfRealDeletes(t *testing.
 	deadTarget := pipe.TargetFunc(func(ctx context.Context, events []*pipe.Event) (pipe.Result, error) {
 		mu.Lock()
 		for _, ev := range events {
-			deadStages = append(deadStages, *ev.Attributes[pipe.DLQStage].StringValue+":"+string(ev.Payload))
+			deadStages = append(deadStages, *ev.Attributes[pipe.DLQStage].StringValue+":"+string(ev.RecordJSON))
 		}
 		mu.Unlock()
 		return dead.Deliver(ctx, events)

@@ -1,6 +1,10 @@
 package pipe
 
-import "time"
+import (
+	"time"
+
+	"github.com/pipesproject/pipes/internal/core"
+)
 
 // Tap is the optional ability of an Observer to watch single messages
 // pass a pipe's stages: a live tail. The pipe finds it by type assertion
@@ -67,7 +71,7 @@ func (p *Pipe) tapPayloads(t Tap, stage string, events []*Event) {
 		sample := ""
 		if p.opt.IncludeExecutionData {
 			b := ev.PayloadBytes()
-			sample = string(b[:min(len(b), SampleLimit+4)])
+			sample = string(b[:min(len(b), core.SampleLimit+4)])
 		}
 		p.tapped(t, stage, ev.ID(), "", sample)
 	}
@@ -75,14 +79,14 @@ func (p *Pipe) tapPayloads(t Tap, stage string, events []*Event) {
 
 // tapOutcomes tells the tap, if anyone watches, how each message of a
 // batch was settled.
-func (p *Pipe) tapOutcomes(batch []*Delivery, v []verdict) {
+func (p *Pipe) tapOutcomes(batch []*delivery, v []verdict) {
 	t := p.tap()
 	if t == nil {
 		return
 	}
 	for i, d := range batch {
 		detail := v[i].outcome.String()
-		if v[i].outcome == FailedRetry && v[i].err != nil {
+		if v[i].outcome == outFailedRetry && v[i].err != nil {
 			detail += ": " + v[i].stage + ": " + v[i].err.Error()
 		}
 		p.tapped(t, TapOutcome, d.Message.MessageID, detail, "")

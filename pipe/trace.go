@@ -2,6 +2,8 @@ package pipe
 
 import (
 	"context"
+
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 // Tracer starts the spans of a pipe's batches (Options.Tracer). It is
@@ -15,32 +17,7 @@ type Tracer interface {
 	// returns a context carrying it, handed to the batch's stages (so an
 	// http target or enrichment sends its traceparent). It does not
 	// block.
-	StartBatch(ctx context.Context, pipe string, batch []*Delivery) (context.Context, BatchSpan)
-}
-
-// BatchSpan is the span of one batch, from StartBatch. Its methods are
-// called by the batch's goroutine only.
-type BatchSpan interface {
-	// Stage starts the child span of a stage of the batch ("filter",
-	// "enrichment", "target", "settle") and returns a context carrying it
-	// and the function that ends it with the stage's error (nil: it went
-	// well; per-item failures are in the batch's outcome counts).
-	Stage(ctx context.Context, name string) (context.Context, func(err error))
-	// End ends the batch span with what happened to its messages.
-	End(BatchOutcome)
-}
-
-// BatchOutcome counts what happened to the messages of a batch, for its
-// span.
-type BatchOutcome struct {
-	// Messages is the batch's size.
-	Messages int
-	// Delivered, Filtered, Failed and Released count the messages by
-	// outcome (Succeeded, Filtered, FailedRetry, Released).
-	Delivered, Filtered, Failed, Released int
-	// Err is the batch's whole error (the enrichment's or the target's
-	// call failed), if any.
-	Err error
+	StartBatch(ctx context.Context, pipe string, batch []*Message) (context.Context, core.BatchSpan)
 }
 
 // batchSpanKey is the context key of the batch span, for the stages.
@@ -48,11 +25,15 @@ type batchSpanKey struct{}
 
 // startBatchSpan starts the batch's span when the pipe has a Tracer;
 // otherwise it returns ctx and nil at no cost.
-func (p *Pipe) startBatchSpan(ctx context.Context, batch []*Delivery) (context.Context, BatchSpan) {
+func (p *Pipe) startBatchSpan(ctx context.Context, batch []*delivery) (context.Context, core.BatchSpan) {
 	if p.opt.Tracer == nil {
 		return ctx, nil
 	}
-	ctx, span := p.opt.Tracer.StartBatch(ctx, p.opt.Name, batch)
+	msgs := make([]*Message, len(batch))
+	for i, d := range batch {
+		msgs[i] = d.Message
+	}
+	ctx, span := p.opt.Tracer.StartBatch(ctx, p.opt.Name, msgs)
 	if span == nil {
 		return ctx, nil
 	}
@@ -65,7 +46,7 @@ func (p *Pipe) stage(ctx context.Context, name string) (context.Context, func(er
 	if p.opt.Tracer == nil {
 		return ctx, noStage
 	}
-	span, _ := ctx.Value(batchSpanKey{}).(BatchSpan)
+	span, _ := ctx.Value(batchSpanKey{}).(core.BatchSpan)
 	if span == nil {
 		return ctx, noStage
 	}
@@ -75,18 +56,18 @@ func (p *Pipe) stage(ctx context.Context, name string) (context.Context, func(er
 func noStage(error) {}
 
 // endBatchSpan ends span (nil: none) with the counts of the verdicts.
-func endBatchSpan(span BatchSpan, v []verdict, err error) {
+func endBatchSpan(span core.BatchSpan, v []verdict, err error) {
 	if span == nil {
 		return
 	}
-	o := BatchOutcome{Messages: len(v), Err: err}
+	o := core.BatchOutcome{Messages: len(v), Err: err}
 	for _, x := range v {
 		switch x.outcome {
-		case Succeeded:
+		case outSucceeded:
 			o.Delivered++
-		case Filtered:
+		case outFiltered:
 			o.Filtered++
-		case Released:
+		case outReleased:
 			o.Released++
 		default:
 			o.Failed++

@@ -15,8 +15,8 @@ import (
 // (its span, its stages, its end) cost no allocation.
 func TestTracingOffAllocatesNothing(t *testing.T) {
 	p := &Pipe{opt: Options{Filter: FilterFunc(func(context.Context, *Event) (bool, error) { return true, nil })}}
-	batch := []*Delivery{{}}
-	v := []verdict{{outcome: Succeeded}}
+	batch := []*delivery{{}}
+	v := []verdict{{outcome: outSucceeded}}
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(1000, func() {
 		c, span := p.startBatchSpan(ctx, batch)
@@ -35,8 +35,8 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 // hooks when tracing is off.
 func BenchmarkBatchHooksWithoutTracer(b *testing.B) {
 	p := &Pipe{}
-	batch := []*Delivery{{}}
-	v := []verdict{{outcome: Succeeded}}
+	batch := []*delivery{{}}
+	v := []verdict{{outcome: outSucceeded}}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

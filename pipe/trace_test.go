@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 )
@@ -27,10 +28,10 @@ type recordedBatch struct {
 	messages int
 	stages   []string
 	errs     map[string]error
-	outcome  *pipe.BatchOutcome
+	outcome  *core.BatchOutcome
 }
 
-func (r *recordingTracer) StartBatch(ctx context.Context, name string, batch []*pipe.Delivery) (context.Context, pipe.BatchSpan) {
+func (r *recordingTracer) StartBatch(ctx context.Context, name string, batch []*pipe.Message) (context.Context, core.BatchSpan) {
 	b := &recordedBatch{pipe: name, messages: len(batch), errs: map[string]error{}}
 	r.mu.Lock()
 	r.batches = append(r.batches, b)
@@ -54,7 +55,7 @@ func (s *recordedSpan) Stage(ctx context.Context, name string) (context.Context,
 	}
 }
 
-func (s *recordedSpan) End(o pipe.BatchOutcome) {
+func (s *recordedSpan) End(o core.BatchOutcome) {
 	s.r.mu.Lock()
 	s.b.outcome = &o
 	s.r.mu.Unlock()

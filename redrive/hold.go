@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -62,7 +63,7 @@ func (l leases) Extend(ctx context.Context, msgs []*pipe.Message, d time.Duratio
 // change sets the visibility of msgs, ten per call; entries SQS refuses
 // are reported by a *pipe.SettleError keyed by receipt handle.
 func (l leases) change(ctx context.Context, msgs []*pipe.Message, vis time.Duration) error {
-	var serr *pipe.SettleError
+	var serr *core.SettleError
 	var errs []error
 	for start := 0; start < len(msgs); start += 10 {
 		chunk := msgs[start:min(start+10, len(msgs))]
@@ -86,7 +87,7 @@ func (l leases) change(ctx context.Context, msgs []*pipe.Message, vis time.Durat
 				continue
 			}
 			if serr == nil {
-				serr = &pipe.SettleError{Op: "change visibility", Failed: map[string]error{}}
+				serr = &core.SettleError{Op: "change visibility", Failed: map[string]error{}}
 			}
 			serr.Failed[chunk[i].ReceiptHandle] = fmt.Errorf("setting the visibility of message %s of %s to %v: %s: %s",
 				chunk[i].MessageID, l.url, vis, aws.ToString(f.Code), aws.ToString(f.Message))

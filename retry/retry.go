@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/backoff"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -256,7 +257,7 @@ func (r *retrier) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Resul
 	if err == nil && len(res.Failures) == 0 {
 		return res, nil
 	}
-	if err != nil && (pipe.IsPermanent(err) || ctx.Err() != nil) {
+	if err != nil && (core.IsPermanent(err) || ctx.Err() != nil) {
 		return pipe.Result{}, err
 	}
 	return r.retry(ctx, events, res, err)
@@ -284,7 +285,7 @@ func (r *retrier) retry(ctx context.Context, events []*pipe.Event, res pipe.Resu
 				delete(o.again, ev.ID())
 				// TooOld: a verdict even after a whole failure, so that an
 				// event held through an outage is not held for ever.
-				o.setFinal(ev.ID(), pipe.Exhausted(pipe.TooOld(fmt.Errorf("not retried: message older than max_event_age %s: %w", r.p.MaxEventAge, st.mark(cause))), attempt))
+				o.setFinal(ev.ID(), core.Exhausted(core.TooOld(fmt.Errorf("not retried: message older than max_event_age %s: %w", r.p.MaxEventAge, st.mark(cause))), attempt))
 			}
 		}
 		o.chainGroups(pending)
@@ -297,7 +298,7 @@ func (r *retrier) retry(ctx context.Context, events []*pipe.Event, res pipe.Resu
 			break
 		}
 		if attempt >= r.p.MaxAttempts {
-			st.record(pending, o, func(e error) error { return pipe.Exhausted(st.mark(e), attempt) })
+			st.record(pending, o, func(e error) error { return core.Exhausted(st.mark(e), attempt) })
 			break
 		}
 		next := pending[:0:0]
@@ -423,13 +424,13 @@ func (e *groupError) Is(target error) bool { return target == ErrEarlierInGroupF
 func (st *run) classify(pending []*pipe.Event, res pipe.Result, err error) outcome {
 	var o outcome
 	if err != nil {
-		st.throttled = st.throttled || pipe.IsThrottled(err)
+		st.throttled = st.throttled || core.IsThrottled(err)
 		all := make(map[string]error, len(pending))
-		permanent := pipe.IsPermanent(err)
+		permanent := core.IsPermanent(err)
 		if !permanent {
 			// Handed back per item when the attempts run out: the pipe
 			// must still see an outage there, not a verdict on each item.
-			err = pipe.BatchFailure(err)
+			err = core.BatchFailure(err)
 		}
 		for _, ev := range pending {
 			all[ev.ID()] = err
@@ -454,12 +455,12 @@ func (st *run) classify(pending []*pipe.Event, res pipe.Result, err error) outco
 		if cause == nil {
 			cause = errors.New("reported failed by the target")
 		}
-		st.throttled = st.throttled || pipe.IsThrottled(cause)
+		st.throttled = st.throttled || core.IsThrottled(cause)
 		switch _, final := o.final[f.ID]; {
 		case !ids[f.ID]:
 			st.final = append(st.final, f)
 		case final: // already final
-		case pipe.IsPermanent(cause):
+		case core.IsPermanent(cause):
 			delete(o.again, f.ID)
 			o.setFinal(f.ID, cause)
 		default:
@@ -505,7 +506,7 @@ func (st *run) fail(id string, err error) {
 
 // mark keeps the throttling of an earlier attempt visible on err.
 func (st *run) mark(err error) error {
-	if st.throttled && !pipe.IsThrottled(err) && !pipe.IsPermanent(err) {
+	if st.throttled && !core.IsThrottled(err) && !core.IsPermanent(err) {
 		return pipe.Throttled(fmt.Errorf("%w (throttled on an earlier attempt)", err))
 	}
 	return err

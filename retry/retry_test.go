@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -153,7 +154,7 @@ func batchSent(sent time.Time, ids ...string) []*pipe.Event {
 		if !sent.IsZero() {
 			m.Attributes[pipe.AttrSentTimestamp] = strconv.FormatInt(sent.UnixMilli(), 10)
 		}
-		evs[i] = &pipe.Event{Message: m, Payload: []byte(`{}`)}
+		evs[i] = &pipe.Event{Message: m, RecordJSON: []byte(`{}`)}
 	}
 	return evs
 }
@@ -386,8 +387,8 @@ func TestWrapRetriesWhatCanSucceed(t *testing.T) {
 					t.Errorf("%s failed without a reason", f.ID)
 					continue
 				}
-				_, n := pipe.IsExhausted(f.Err)
-				got[f.ID] = want{exhausted: n, permanent: pipe.IsPermanent(f.Err), throttled: pipe.IsThrottled(f.Err),
+				_, n := core.IsExhausted(f.Err)
+				got[f.ID] = want{exhausted: n, permanent: core.IsPermanent(f.Err), throttled: core.IsThrottled(f.Err),
 					blocked: errors.Is(f.Err, ErrEarlierInGroupFailed)}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(orEmpty(tt.wantFails)) {

@@ -63,7 +63,7 @@ func FuzzRender(f *testing.F) {
 			t.Fatalf("template %q over body %q gave invalid JSON %q", src, body, out)
 		}
 		// After an enrichment the payload is the body: the same must hold.
-		ev.Payload = []byte(body)
+		ev.RecordJSON = []byte(body)
 		out, err = tp.Render(ev, testVars())
 		if err == nil && tp.Kind() == KindJSON && !json.Valid(out) {
 			t.Fatalf("template %q over payload %q gave invalid JSON %q", src, body, out)

@@ -17,7 +17,7 @@ import (
 //
 // Paths are evaluated against the event as the transformer receives it.
 // While the event's payload is its source record (no enrichment ran, or
-// Payload is empty), that is the Pipes SQS record with `body` decoded when it
+// RecordJSON is empty), that is the Pipes SQS record with `body` decoded when it
 // is valid JSON (from ev.Body(), shared with filters) and the raw string
 // otherwise; the payload itself is not decoded. Once an enrichment replaced
 // the payload, paths are evaluated against that payload, decoded when it is
@@ -32,7 +32,7 @@ func (t *Template) Render(ev *pipe.Event, vars Vars) ([]byte, error) {
 	r := renderer{ev: ev, vars: vars}
 	size := t.litLen + 64*len(t.segs)
 	if t.big > 0 && ev.Message != nil {
-		size += t.big * max(len(ev.Message.Body), len(ev.Payload))
+		size += t.big * max(len(ev.Message.Body), len(ev.RecordJSON))
 	}
 	out := make([]byte, 0, size)
 	for i := range t.segs {
@@ -96,24 +96,24 @@ func (r *renderer) resolve() {
 	ev := r.ev
 	if ev.Message != nil {
 		rec, err := ev.Message.JSON()
-		if len(ev.Payload) == 0 || err == nil && sameBytes(ev.Payload, rec) {
+		if len(ev.RecordJSON) == 0 || err == nil && sameBytes(ev.RecordJSON, rec) {
 			body, isJSON := ev.Body()
 			r.root, r.rootOK, r.isRecord = &record{m: ev.Message, body: body, json: isJSON}, true, true
 			return
 		}
 	}
-	if len(ev.Payload) == 0 {
+	if len(ev.RecordJSON) == 0 {
 		return
 	}
-	if !json.Valid(ev.Payload) {
-		r.root, r.rootOK = string(ev.Payload), true
+	if !json.Valid(ev.RecordJSON) {
+		r.root, r.rootOK = string(ev.RecordJSON), true
 		return
 	}
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(ev.Payload))
+	dec := json.NewDecoder(bytes.NewReader(ev.RecordJSON))
 	dec.UseNumber() // keep big integers exact
 	if err := dec.Decode(&v); err != nil {
-		r.root, r.rootOK = string(ev.Payload), true
+		r.root, r.rootOK = string(ev.RecordJSON), true
 		return
 	}
 	r.root, r.rootOK = v, true
@@ -147,22 +147,22 @@ func (r *renderer) value(s *segment) (any, bool) {
 			}
 			return rawBytes(rec), true
 		}
-		if len(r.ev.Payload) == 0 {
+		if len(r.ev.RecordJSON) == 0 {
 			return nil, false
 		}
-		if json.Valid(r.ev.Payload) {
-			return rawBytes(r.ev.Payload), true
+		if json.Valid(r.ev.RecordJSON) {
+			return rawBytes(r.ev.RecordJSON), true
 		}
-		return string(r.ev.Payload), true
+		return string(r.ev.RecordJSON), true
 	case varEventJSON:
 		r.resolve()
 		if r.isRecord {
 			return r.root, true
 		}
-		if len(r.ev.Payload) == 0 || !json.Valid(r.ev.Payload) {
+		if len(r.ev.RecordJSON) == 0 || !json.Valid(r.ev.RecordJSON) {
 			return nil, false
 		}
-		return rawBytes(r.ev.Payload), true
+		return rawBytes(r.ev.RecordJSON), true
 	}
 	return nil, false
 }

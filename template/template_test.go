@@ -345,7 +345,7 @@ func TestRenderAfterAnEnrichmentUsesItsPayload(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev := &pipe.Event{Message: sqsMessage(`{"k": 1}`), Payload: []byte(tt.payload)}
+			ev := &pipe.Event{Message: sqsMessage(`{"k": 1}`), RecordJSON: []byte(tt.payload)}
 			got, err := MustParse(tt.template).Render(ev, testVars())
 			if err != nil {
 				t.Fatal(err)
@@ -496,7 +496,7 @@ func TestAJSONTemplatesOutputIsVouchedForAndATextTemplatesIsNot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev.Payload = out
+		ev.RecordJSON = out
 		if got := ev.PayloadIsJSON(); got != tt.want {
 			t.Errorf("%s: PayloadIsJSON = %v, want %v", tt.src, got, tt.want)
 		}

@@ -8,9 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/pipesproject/pipes/pipe"
 )
 
 func TestNormalizeError(t *testing.T) {
@@ -83,7 +82,7 @@ func TestFailuresAreGroupedByStageAndNormalisedError(t *testing.T) {
 	r := NewRecorder(time.Second, nil)
 	t0 := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
 	fail := func(id, stage, err string, at time.Duration) {
-		r.Failed(pipe.Failure{MessageID: id, Stage: stage, Err: errors.New(err), At: t0.Add(at)})
+		r.Failed(core.Failure{MessageID: id, Stage: stage, Err: errors.New(err), At: t0.Add(at)})
 	}
 	fail("m1", "target", "message m1-0001 answered HTTP 503 after 120ms", 0)
 	fail("m2", "target", "message m2-0002 answered HTTP 503 after 87ms", time.Second)
@@ -118,7 +117,7 @@ func TestFailuresAreGroupedByStageAndNormalisedError(t *testing.T) {
 func TestGroupsPastMaxGroupsAreCountedTogether(t *testing.T) {
 	r := NewRecorder(time.Second, nil)
 	for i := range MaxGroups + 10 {
-		r.Failed(pipe.Failure{MessageID: "m", Stage: "target", Err: errors.New("kind " + strings.Repeat("x", i)), At: time.Now()})
+		r.Failed(core.Failure{MessageID: "m", Stage: "target", Err: errors.New("kind " + strings.Repeat("x", i)), At: time.Now()})
 	}
 	r.mu.Lock()
 	got := r.groups.list()
@@ -159,16 +158,16 @@ func TestStateOf(t *testing.T) {
 	boom := errors.New("boom")
 	tests := []struct {
 		name       string
-		st         pipe.Status
+		st         core.Status
 		word, code string
 	}{
-		{"running", pipe.Status{Started: true, Ready: true}, "running", "running"},
-		{"starting", pipe.Status{}, "starting", "starting"},
-		{"a source that would not open", pipe.Status{Err: boom}, "not ready", "source_failing"},
-		{"draining before anything", pipe.Status{Stopping: true, CircuitOpen: true}, "draining", "draining"},
-		{"the circuit open", pipe.Status{Started: true, Ready: true, CircuitOpen: true, Paused: true}, "circuit open", "target_failing"},
-		{"receives failing", pipe.Status{Started: true, Err: boom}, "not ready", "source_failing"},
-		{"paused", pipe.Status{Started: true, Ready: true, Paused: true}, "paused", "paused"},
+		{"running", core.Status{Started: true, Ready: true}, "running", "running"},
+		{"starting", core.Status{}, "starting", "starting"},
+		{"a source that would not open", core.Status{Err: boom}, "not ready", "source_failing"},
+		{"draining before anything", core.Status{Stopping: true, CircuitOpen: true}, "draining", "draining"},
+		{"the circuit open", core.Status{Started: true, Ready: true, CircuitOpen: true, Paused: true}, "circuit open", "target_failing"},
+		{"receives failing", core.Status{Started: true, Err: boom}, "not ready", "source_failing"},
+		{"paused", core.Status{Started: true, Ready: true, Paused: true}, "paused", "paused"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -38,7 +39,7 @@ type Recorder struct {
 	mu       sync.Mutex
 	failures []Failure // ring of MaxFailures, next at failures[next%MaxFailures]
 	next     int64     // sequence number of the next failure
-	scaling  *pipe.ScalingDecision
+	scaling  *core.ScalingDecision
 	samples  []sample // ring, len at most cap(samples)
 	first    int      // index of the oldest sample
 	lastAge  time.Duration
@@ -51,7 +52,7 @@ type Recorder struct {
 }
 
 var (
-	_ pipe.Observer = (*Recorder)(nil)
+	_ core.Observer = (*Recorder)(nil)
 	_ pipe.Tap      = (*Recorder)(nil)
 )
 
@@ -144,7 +145,7 @@ func (r *Recorder) Settled(delivered, filtered int) {
 }
 
 // Failed implements pipe.Observer.
-func (r *Recorder) Failed(f pipe.Failure) {
+func (r *Recorder) Failed(f core.Failure) {
 	r.failed.Add(1)
 	r.byStage[stageIndex(f.Stage)].Add(1)
 	msg := "failed"
@@ -170,7 +171,7 @@ func (r *Recorder) Failed(f pipe.Failure) {
 func (r *Recorder) DeadLettered(n int) { r.dead.Add(int64(n)) }
 
 // Scaled implements pipe.Observer.
-func (r *Recorder) Scaled(d pipe.ScalingDecision) {
+func (r *Recorder) Scaled(d core.ScalingDecision) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.scaling = &d
@@ -252,7 +253,7 @@ type stats struct {
 	// interval that received any, seen at ageAt (zero: none yet).
 	oldestAge time.Duration
 	ageAt     time.Time
-	scaling   *pipe.ScalingDecision
+	scaling   *core.ScalingDecision
 	failures  int64
 }
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 // BenchmarkRecorder is what a pipe pays per call into its Recorder, on
@@ -30,14 +30,14 @@ func BenchmarkRecorder(b *testing.B) {
 	b.Run("Failed", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			r.Failed(pipe.Failure{MessageID: "m", Stage: "target", Err: err, Attempts: 1, At: sent})
+			r.Failed(core.Failure{MessageID: "m", Stage: "target", Err: err, Attempts: 1, At: sent})
 		}
 	})
 	long := errors.New("delivering 10 events to https://api.example.com/v1/orders/8812: HTTP 503 after 1532ms (message 7ad8e341-0842-4077-a7ac-e30ac15c6894)")
 	b.Run("Failed/a long error to group", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			r.Failed(pipe.Failure{MessageID: "m", Stage: "target", Err: long, Attempts: 1, At: sent})
+			r.Failed(core.Failure{MessageID: "m", Stage: "target", Err: long, Attempts: 1, At: sent})
 		}
 	})
 	b.Run("Sample", func(b *testing.B) {

@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/redrive"
 )
@@ -44,7 +45,7 @@ var staticFS embed.FS
 // implements it.
 type Control interface {
 	Name() string
-	Status() pipe.Status
+	Status() core.Status
 	Pause()
 	Resume()
 }

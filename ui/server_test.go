@@ -21,6 +21,7 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/ui"
@@ -434,7 +435,7 @@ func TestNoSecretIsRenderedOrServed(t *testing.T) {
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	echoed := []string{b64("hdr-SECRET-1"), base64.RawURLEncoding.EncodeToString([]byte(header)), b64("user:" + urlPass),
 		b64(amqpPass), b64(query), url.QueryEscape(b64(query))}
-	rec.Failed(pipe.Failure{MessageID: "m1", Stage: "target", Err: errors.New("POST http://user:" + urlPass + "@127.0.0.1:1/hook with " + header + " and " + amqpPass +
+	rec.Failed(core.Failure{MessageID: "m1", Stage: "target", Err: errors.New("POST http://user:" + urlPass + "@127.0.0.1:1/hook with " + header + " and " + amqpPass +
 		"; echoed " + strings.Join(echoed, ", ") + "; in a document " + b64(`{"token":"hdr-SECRET-1"}`)), At: time.Now()})
 	depths, redriver := ui.Queues(specs[0], nil, nil)
 	srv, err := ui.New(ui.Config{Addr: "127.0.0.1:0", Token: "tok", DepthEvery: time.Second,

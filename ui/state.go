@@ -1,6 +1,6 @@
 package ui
 
-import "github.com/pipesproject/pipes/pipe"
+import "github.com/pipesproject/pipes/internal/core"
 
 // State is a pipe's state, decided once from its pipe.Status for the
 // status page and for `pipes run`'s /status, which spell it differently
@@ -25,7 +25,7 @@ const (
 )
 
 // StateOf decides a pipe's state from its status.
-func StateOf(st pipe.Status) State {
+func StateOf(st core.Status) State {
 	switch {
 	case st.Stopping:
 		return Draining

@@ -44,6 +44,7 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/budget"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -67,7 +68,7 @@ func run() error {
 		runtime.MemProfileRate = *rate
 	}
 	// As `pipes run` with its default --max-inflight-bytes.
-	pipe.ApplyMemoryLimit(256<<20, os.Getenv)
+	budget.ApplyMemoryLimit(256<<20, os.Getenv)
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {

@@ -25,6 +25,8 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/budget"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/procs"
 	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/pipe"
@@ -145,7 +147,7 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 	if err != nil {
 		return usageErr(err)
 	}
-	if limit, gc := pipe.ApplyMemoryLimit(f.maxInflightBytes, os.Getenv); limit > 0 {
+	if limit, gc := budget.ApplyMemoryLimit(f.maxInflightBytes, os.Getenv); limit > 0 {
 		log.Debug("the Go memory limit follows --max-inflight-bytes (GOMEMLIMIT and GOGC override it)", "memory_limit_bytes", limit, "gc_percent", gc)
 	}
 	// GOMAXPROCS follows the work the pipes have waiting (the environment
@@ -163,7 +165,7 @@ func runPipes(ctx context.Context, in *interrupts, f runFlags, stdout, stderr io
 		Broker:          memory.NewBroker(),
 		Metrics:         pipe.NewMetrics(promReg),
 		Logger:          log,
-		Budget:          pipe.NewBudget(f.maxInflightBytes),
+		Budget:          budget.New(f.maxInflightBytes),
 		Stdout:          stdout,
 		ShutdownTimeout: f.shutdownTimeout,
 		Drain:           f.drain,
@@ -219,7 +221,7 @@ type opsView interface {
 // /status and pipes_circuit_open say that the circuit is open. While the
 // circuit holds polling the source is not asked, so its health is the
 // last one seen: the circuit opened on batches it had delivered.
-func canPoll(st pipe.Status) bool {
+func canPoll(st core.Status) bool {
 	return st.Started && !st.Stopping && (st.Ready || st.CircuitOpen)
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/sqsname"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/redrive"
@@ -133,7 +134,7 @@ func parseSendLine(text string, records bool) (outgoing, error) {
 	if err := json.Unmarshal([]byte(text), &head); err != nil {
 		return outgoing{}, fmt.Errorf("not a Pipes SQS or RabbitMQ record: %w", err)
 	}
-	if head.EventSource == pipe.EventSourceRabbitMQ {
+	if head.EventSource == core.EventSourceRabbitMQ {
 		var r struct {
 			Data  *string      `json:"data"`
 			Props *rabbitProps `json:"basicProperties"`

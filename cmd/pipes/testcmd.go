@@ -19,6 +19,7 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/httpcore"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
@@ -295,7 +296,7 @@ func recordKind(text string) string {
 	var r struct {
 		EventSource string `json:"eventSource"`
 	}
-	if json.Unmarshal([]byte(text), &r) == nil && r.EventSource == pipe.EventSourceRabbitMQ {
+	if json.Unmarshal([]byte(text), &r) == nil && r.EventSource == core.EventSourceRabbitMQ {
 		return "RabbitMQ"
 	}
 	return "SQS"
@@ -357,7 +358,7 @@ func evaluate(ctx context.Context, m *pipe.Message, flt pipe.Filter, enr pipe.En
 	}
 	var inputs []json.RawMessage
 	for _, ev := range events {
-		payload := ev.Payload
+		payload := ev.RecordJSON
 		if tr != nil {
 			payload, err = tr.Transform(ctx, ev)
 			if err != nil {

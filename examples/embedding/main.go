@@ -55,7 +55,7 @@ func run(ctx context.Context) error {
 				Invoice string  `json:"invoice"`
 				Total   float64 `json:"total"`
 			}
-			if err := json.Unmarshal(ev.Payload, &in); err != nil {
+			if err := json.Unmarshal(ev.RecordJSON, &in); err != nil {
 				res.Failures = append(res.Failures, pipe.ItemFailure{ID: ev.ID(), Err: err})
 				continue
 			}

@@ -10,6 +10,7 @@
 //	httpcore   the HTTP client, status classification and secret masking
 //	           shared by the http target and enrichment
 //	param      target parameters: templates read per batch or per record
+//	partial    the partial batch answer (batchItemFailures) parser
 //	tracing    the OpenTelemetry pipe.Tracer
 //
 // The packages directly under internal/ (backoff, jsonvalue, syncbuf, …) sit

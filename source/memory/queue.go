@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -527,7 +528,7 @@ func (q *Queue) Delete(ctx context.Context, msgs []*pipe.Message) error {
 		q.signal() // a group may be free again
 	}
 	if failed != nil {
-		return &pipe.SettleError{Op: "delete", Failed: failed, SenderFault: true}
+		return &core.SettleError{Op: "delete", Failed: failed, SenderFault: true}
 	}
 	return nil
 }
@@ -579,7 +580,7 @@ func (q *Queue) ChangeVisibility(ctx context.Context, msgs []*pipe.Message, d ti
 	}
 	q.signal() // a message may be visible sooner than a waiting receiver thought
 	if failed != nil {
-		return &pipe.SettleError{Op: "change visibility", Failed: failed, SenderFault: true}
+		return &core.SettleError{Op: "change visibility", Failed: failed, SenderFault: true}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/source/sourcetest"
@@ -324,7 +325,7 @@ func TestStaleReceiptHandles(t *testing.T) {
 				} else {
 					err = q.ChangeVisibility(t.Context(), []*pipe.Message{stale, good}, 0)
 				}
-				var se *pipe.SettleError
+				var se *core.SettleError
 				if !errors.As(err, &se) || se.Op != op || !se.SenderFault || len(se.Failed) != 1 ||
 					!errors.Is(se.Failed[stale.ReceiptHandle], memory.ErrStaleHandle) {
 					t.Fatalf("error %#v, want a sender-fault SettleError for %s", err, stale.MessageID)
@@ -679,7 +680,7 @@ func TestChangeVisibilityOutOfRangeIsAnError(t *testing.T) {
 	m := receiveOne(t, q)
 	for _, d := range []time.Duration{-time.Second, 13 * time.Hour} {
 		err := q.ChangeVisibility(t.Context(), []*pipe.Message{m}, d)
-		var se *pipe.SettleError
+		var se *core.SettleError
 		if err == nil || errors.As(err, &se) {
 			t.Errorf("ChangeVisibility(%s) = %v, want a plain error", d, err)
 		}

@@ -3,6 +3,7 @@ package rabbitmq_test
 import (
 	"testing"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/rabbittest"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/rabbitmq"
@@ -17,7 +18,7 @@ import (
 func TestSourceContract(t *testing.T) {
 	url := rabbittest.URL(t)
 	sourcetest.Run(t, sourcetest.Harness{
-		EventSource:  pipe.EventSourceRabbitMQ,
+		EventSource:  core.EventSourceRabbitMQ,
 		NotSQSShaped: true,
 		NoLeases:     true,
 		// A failure waits in a delay queue, its original acked.

@@ -3,11 +3,13 @@ package rabbitmq_test
 import (
 	"context"
 	"errors"
-	"github.com/pipesproject/pipes/internal/syncbuf"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/internal/syncbuf"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -108,9 +110,9 @@ func closeConnections(t *testing.T, part string) int {
 }
 
 // settleErr asserts err is a *pipe.SettleError.
-func settleErr(t *testing.T, err error) *pipe.SettleError {
+func settleErr(t *testing.T, err error) *core.SettleError {
 	t.Helper()
-	var se *pipe.SettleError
+	var se *core.SettleError
 	if !errors.As(err, &se) {
 		t.Fatalf("got %v, want a *pipe.SettleError", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -128,7 +129,7 @@ func (s *Source) track(ss *session, ds []buffered) []*pipe.Message {
 // encode, the record is made without them and the error is returned.
 func fill(m *pipe.Message, d *amqp.Delivery, id, handle string, attempts int, arn string, arnJSON, keyJSON json.RawMessage) error {
 	m.MessageID, m.ReceiptHandle, m.Body = id, handle, string(d.Body)
-	m.EventSource, m.EventSourceARN = pipe.EventSourceRabbitMQ, arn
+	m.EventSource, m.EventSourceARN = core.EventSourceRabbitMQ, arn
 	m.Attributes = map[string]string{pipe.AttrReceiveCount: strconv.Itoa(attempts)}
 	if !d.Timestamp.IsZero() {
 		m.Attributes[pipe.AttrSentTimestamp] = strconv.FormatInt(d.Timestamp.UnixMilli(), 10)

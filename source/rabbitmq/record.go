@@ -10,6 +10,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -229,7 +230,7 @@ func newRecord(d *amqp.Delivery, id string, arnJSON, keyJSON json.RawMessage) (*
 }
 
 // eventSourceJSON is the record's eventSource.
-var eventSourceJSON = json.RawMessage(`"` + pipe.EventSourceRabbitMQ + `"`)
+var eventSourceJSON = json.RawMessage(`"` + core.EventSourceRabbitMQ + `"`)
 
 // unfilterable are the fields the poller adds, which filters do not see.
 var unfilterable = []string{"eventSource", "eventSourceArn", "eventSourceKey"}

@@ -8,6 +8,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -524,7 +525,7 @@ func settleError(op string, failed map[string]error) error {
 	if len(failed) == 0 {
 		return nil
 	}
-	return &pipe.SettleError{Op: op, Failed: failed, SenderFault: true}
+	return &core.SettleError{Op: op, Failed: failed, SenderFault: true}
 }
 
 // cycleLimit is how many rejections from the queue make a dead-letter

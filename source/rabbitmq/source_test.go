@@ -14,6 +14,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/rabbittest"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/rabbitmq"
@@ -78,7 +79,7 @@ func TestRecordsHaveThePipesRabbitMQShape(t *testing.T) {
 			if want := wantHead + tt.want + wantTail; string(b) != want {
 				t.Errorf("record\n%s\nwant\n%s", b, want)
 			}
-			if m.Body != string(tt.pub.Body) || m.EventSource != pipe.EventSourceRabbitMQ || m.EventSourceARN != src.info.ARN {
+			if m.Body != string(tt.pub.Body) || m.EventSource != core.EventSourceRabbitMQ || m.EventSourceARN != src.info.ARN {
 				t.Errorf("message body %q source %q arn %q", m.Body, m.EventSource, m.EventSourceARN)
 			}
 			if tt.pub.MessageId != "" && m.MessageID != tt.pub.MessageId {
@@ -425,7 +426,7 @@ func TestOpenRefusesWhatIsMissing(t *testing.T) {
 			}
 			defer src.Close(context.Background())
 			_, err = src.Open(t.Context())
-			if err == nil || !pipe.IsPermanent(err) || !strings.Contains(err.Error(), tt.want) {
+			if err == nil || !core.IsPermanent(err) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Open: %v, want a permanent error saying %q", err, tt.want)
 			}
 		})

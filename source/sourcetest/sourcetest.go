@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -407,7 +408,7 @@ func testStaleHandle(t *testing.T, h Harness) {
 			good = q.receiveN(t, 1, 10)[0] // the first was settled by the Nak
 		}
 		err := op.call([]*pipe.Message{good, forged})
-		var se *pipe.SettleError
+		var se *core.SettleError
 		if !errors.As(err, &se) {
 			t.Fatalf("%s with a stale handle returned %v, want a *pipe.SettleError", op.name, err)
 		}

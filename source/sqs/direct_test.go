@@ -21,8 +21,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 // Differential tests of direct: the same calls through the direct path
@@ -129,7 +128,7 @@ type outcome struct {
 func outcomeOf(out any, err error) outcome {
 	if err != nil {
 		c := classify(err)
-		return outcome{err: err.Error(), permanent: pipe.IsPermanent(c), throttled: pipe.IsThrottled(c), failed: true}
+		return outcome{err: err.Error(), permanent: core.IsPermanent(c), throttled: core.IsThrottled(c), failed: true}
 	}
 	switch o := out.(type) {
 	case *sqs.ReceiveMessageOutput:

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	expbackoff "github.com/pipesproject/pipes/internal/backoff"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -152,11 +153,11 @@ func (s *Source) settle(ctx context.Context, op string, msgs []*pipe.Message, ca
 		}
 		_ = g.Wait() // the goroutines report through results
 	}
-	var serr *pipe.SettleError
+	var serr *core.SettleError
 	for _, fs := range results {
 		for _, f := range fs {
 			if serr == nil {
-				serr = &pipe.SettleError{Op: op, Failed: make(map[string]error)}
+				serr = &core.SettleError{Op: op, Failed: make(map[string]error)}
 			}
 			serr.Failed[f.m.ReceiptHandle] = fmt.Errorf("%s of message %s on SQS queue %s: %w", op, f.m.MessageID, s.name, f.err)
 			serr.SenderFault = serr.SenderFault || f.senderFault
@@ -194,7 +195,7 @@ func (s *Source) settleChunk(ctx context.Context, op string, chunk []*pipe.Messa
 			for _, id := range ids {
 				lastErr[index(id)] = err
 			}
-			if ctx.Err() != nil || pipe.IsPermanent(err) {
+			if ctx.Err() != nil || core.IsPermanent(err) {
 				break
 			}
 			continue
@@ -249,7 +250,7 @@ func (s *Source) settleChunk(ctx context.Context, op string, chunk []*pipe.Messa
 		if ctx.Err() != nil && !errors.Is(f.err, ctx.Err()) {
 			f.err = fmt.Errorf("%w (gave up: %w)", f.err, ctx.Err())
 		}
-		f.senderFault = pipe.IsPermanent(f.err)
+		f.senderFault = core.IsPermanent(f.err)
 		failures = append(failures, f)
 	}
 	return failures

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -250,7 +251,7 @@ func TestSettleRetriesOnlyTheEntriesThatFailedWithoutSenderFault(t *testing.T) {
 					}
 					continue
 				}
-				var serr *pipe.SettleError
+				var serr *core.SettleError
 				if !errors.As(err, &serr) {
 					t.Fatalf("%s: error %v, want a *pipe.SettleError", op, err)
 				}
@@ -275,7 +276,7 @@ func TestSettleGivesUpWhenTheContextIsCancelled(t *testing.T) {
 	}}
 	src := openFake(t, f)
 	err := src.Delete(ctx, fakeMessages(3))
-	var serr *pipe.SettleError
+	var serr *core.SettleError
 	if !errors.As(err, &serr) || len(serr.Failed) != 1 || !errors.Is(serr.Failed["h0"], context.Canceled) {
 		t.Fatalf("Delete = %v, want a SettleError for m0 saying the context was cancelled", err)
 	}
@@ -326,7 +327,7 @@ func TestReceiveMarksThrottlingAndMissingQueues(t *testing.T) {
 			t.Parallel()
 			src := openFake(t, &fakeSQS{receiveErr: tt.err})
 			msgs, err := src.Receive(t.Context(), 10)
-			if msgs != nil || !errors.Is(err, tt.err) || pipe.IsThrottled(err) != tt.throttled || pipe.IsPermanent(err) != tt.permanent {
+			if msgs != nil || !errors.Is(err, tt.err) || core.IsThrottled(err) != tt.throttled || core.IsPermanent(err) != tt.permanent {
 				t.Errorf("Receive = %v, %v; want the error marked throttled %v, permanent %v", msgs, err, tt.throttled, tt.permanent)
 			}
 		})
@@ -360,8 +361,8 @@ func TestClassifyMarksThrottlingAndPermanentErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			err := classify(tt.err)
-			if pipe.IsThrottled(err) != tt.throttled || pipe.IsPermanent(err) != tt.permanent {
-				t.Errorf("classify(%v): throttled %v permanent %v, want %v %v", tt.err, pipe.IsThrottled(err), pipe.IsPermanent(err), tt.throttled, tt.permanent)
+			if core.IsThrottled(err) != tt.throttled || core.IsPermanent(err) != tt.permanent {
+				t.Errorf("classify(%v): throttled %v permanent %v, want %v %v", tt.err, core.IsThrottled(err), core.IsPermanent(err), tt.throttled, tt.permanent)
 			}
 			if !errors.Is(err, tt.err) {
 				t.Errorf("classify(%v) does not wrap the error", tt.err)

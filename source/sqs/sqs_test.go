@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
 )
@@ -319,7 +320,7 @@ func TestAnInvalidReceiptHandleIsASenderFaultNamingTheMessageWhileTheOthersAreDe
 		{"delete", func(m []*pipe.Message) error { return src.Delete(t.Context(), m) }},
 	} {
 		err := op.settle([]*pipe.Message{msgs[0], bad, msgs[2]})
-		var serr *pipe.SettleError
+		var serr *core.SettleError
 		if !errors.As(err, &serr) {
 			t.Fatalf("%s: error = %v, want a *pipe.SettleError", op.name, err)
 		}
@@ -393,7 +394,7 @@ func testOpenOfAMissingQueueIsAPermanentError(t *testing.T, s sqstest.Server) {
 		t.Fatalf("New: %v", err)
 	}
 	_, err = src.Open(t.Context())
-	if !pipe.IsPermanent(err) || !strings.Contains(err.Error(), "pipes-no-such-queue") {
+	if !core.IsPermanent(err) || !strings.Contains(err.Error(), "pipes-no-such-queue") {
 		t.Fatalf("Open = %v, want a permanent error naming the queue", err)
 	}
 }

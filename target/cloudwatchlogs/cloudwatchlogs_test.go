@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/fakeaws"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/cloudwatchlogs"
@@ -223,7 +224,7 @@ func TestRejectedEventsFailAlone(t *testing.T) {
 		event("ok", now.UnixMilli(), ""),
 		event("new", now.Add(3*time.Hour).UnixMilli(), ""),
 		event("notanumber", 0, `,"time":"soon"`),
-		{Message: &pipe.Message{MessageID: "empty"}, Payload: []byte{}},
+		{Message: &pipe.Message{MessageID: "empty"}, RecordJSON: []byte{}},
 	}
 	res, err := tg.Deliver(t.Context(), evs)
 	if err != nil {
@@ -234,7 +235,7 @@ func TestRejectedEventsFailAlone(t *testing.T) {
 	}
 	codes := map[string]string{}
 	for _, f := range res.Failures {
-		if !pipe.IsPermanent(f.Err) {
+		if !core.IsPermanent(f.Err) {
 			t.Errorf("%s: %v is not permanent", f.ID, f.Err)
 		}
 		var re *cloudwatchlogs.RejectedError
@@ -258,7 +259,7 @@ func TestFailedCallsAreClassified(t *testing.T) {
 		srv.Throttle(10)
 		tg := start(t, srv, cloudwatchlogs.Config{AWSConfig: testAWSConfig(2)})
 		_, err := tg.Deliver(t.Context(), []*pipe.Event{event("m1", 0, "")})
-		if !pipe.IsThrottled(err) {
+		if !core.IsThrottled(err) {
 			t.Fatalf("Deliver = %v, want throttled", err)
 		}
 	})
@@ -267,7 +268,7 @@ func TestFailedCallsAreClassified(t *testing.T) {
 		srv := fakeaws.NewLogs()
 		tg := start(t, srv, cloudwatchlogs.Config{AWSConfig: testAWSConfig(1)})
 		_, err := tg.Deliver(t.Context(), []*pipe.Event{event("m1", 0, "")})
-		if !pipe.IsPermanent(err) || pipe.IsThrottled(err) || strings.Contains(err.Error(), "pipes-test-secret") {
+		if !core.IsPermanent(err) || core.IsThrottled(err) || strings.Contains(err.Error(), "pipes-test-secret") {
 			t.Fatalf("Deliver = %v, want permanent", err)
 		}
 	})

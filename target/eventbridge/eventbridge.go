@@ -248,8 +248,8 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 
 // entry builds the EventBridge event of one pipe event.
 func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
-	if !isJSONObject(ev.Payload) {
-		return entry{}, pipe.Permanent(fmt.Errorf("message %s: the payload is not a JSON object, and EventBridge's detail must be one: %s", ev.ID(), snippet(ev.Payload)))
+	if !isJSONObject(ev.RecordJSON) {
+		return entry{}, pipe.Permanent(fmt.Errorf("message %s: the payload is not a JSON object, and EventBridge's detail must be one: %s", ev.ID(), snippet(ev.RecordJSON)))
 	}
 	view := ev
 	if t.fromRecord {
@@ -270,9 +270,9 @@ func (t *Target) entry(i int, ev *pipe.Event) (entry, error) {
 		EventBusName: aws.String(bus),
 		Source:       aws.String(source),
 		DetailType:   aws.String(detailType),
-		Detail:       aws.String(string(ev.Payload)),
+		Detail:       aws.String(string(ev.RecordJSON)),
 	}
-	size := timeBytes + len(source) + len(detailType) + len(ev.Payload)
+	size := timeBytes + len(source) + len(detailType) + len(ev.RecordJSON)
 	for _, r := range t.resources {
 		if v := r.Render(view, t.vars); v != "" {
 			req.Resources = append(req.Resources, v)

@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/eventbridge"
 	"github.com/pipesproject/pipes/template"
@@ -167,7 +168,7 @@ func start(t *testing.T, f *fake, cfg eventbridge.Config) *eventbridge.Target {
 }
 
 func payloadEvent(id, p string) *pipe.Event {
-	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, Payload: []byte(p)}
+	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
 }
 
 func numbered(n int) ([]*pipe.Event, []string) {
@@ -269,7 +270,7 @@ func TestAPayloadThatIsNotAJSONObjectFailsAloneAndPermanently(t *testing.T) {
 			if got := failedIDs(res); !slices.Equal(got, []string{"bad"}) {
 				t.Fatalf("failed = %v, want [bad]", got)
 			}
-			if e := res.Failures[0].Err; !pipe.IsPermanent(e) || !strings.Contains(e.Error(), "not a JSON object") {
+			if e := res.Failures[0].Err; !core.IsPermanent(e) || !strings.Contains(e.Error(), "not a JSON object") {
 				t.Errorf("failure = %v, want a permanent 'not a JSON object'", e)
 			}
 			if got := f.details(); !slices.Equal(got, []string{`{"a":1}`}) {
@@ -302,9 +303,9 @@ func TestEntriesEventBridgeRefusesBecomeItemFailuresByPosition(t *testing.T) {
 	for _, fl := range res.Failures {
 		kind := "retryable"
 		switch {
-		case pipe.IsThrottled(fl.Err):
+		case core.IsThrottled(fl.Err):
 			kind = "throttled"
-		case pipe.IsPermanent(fl.Err):
+		case core.IsPermanent(fl.Err):
 			kind = "permanent"
 		}
 		var ee *eventbridge.EntryError
@@ -341,8 +342,8 @@ func TestWholeCallFailuresAreClassified(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Deliver = %+v, nil; want an error", res)
 			}
-			if pipe.IsPermanent(err) != tt.permanent || pipe.IsThrottled(err) != tt.thrott {
-				t.Errorf("error %v: permanent %t throttled %t, want %t %t", err, pipe.IsPermanent(err), pipe.IsThrottled(err), tt.permanent, tt.thrott)
+			if core.IsPermanent(err) != tt.permanent || core.IsThrottled(err) != tt.thrott {
+				t.Errorf("error %v: permanent %t throttled %t, want %t %t", err, core.IsPermanent(err), core.IsThrottled(err), tt.permanent, tt.thrott)
 			}
 			if got := n.get("PutEvents"); got != tt.attempts {
 				t.Errorf("OnCall counted %d attempts, want %d", got, tt.attempts)
@@ -367,7 +368,7 @@ func TestACallRefusedAsInvalidIsRetriedEntryByEntry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
-	if got := failedIDs(res); !slices.Equal(got, []string{"m01"}) || !pipe.IsPermanent(res.Failures[0].Err) {
+	if got := failedIDs(res); !slices.Equal(got, []string{"m01"}) || !core.IsPermanent(res.Failures[0].Err) {
 		t.Fatalf("failures = %+v, want m01 permanent", res.Failures)
 	}
 	if got := f.details(); !slices.Equal(got, []string{`{"i":"00"}`, `{"i":"02"}`}) {
@@ -391,7 +392,7 @@ func TestAnEmptyRenderedSourceFailsThatEventPermanently(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
-	if got := failedIDs(res); !slices.Equal(got, []string{"bad"}) || !pipe.IsPermanent(res.Failures[0].Err) {
+	if got := failedIDs(res); !slices.Equal(got, []string{"bad"}) || !core.IsPermanent(res.Failures[0].Err) {
 		t.Fatalf("failures = %+v, want bad permanent", res.Failures)
 	}
 }
@@ -471,7 +472,7 @@ func TestResourcesAndTimeAreRenderedPerEvent(t *testing.T) {
 	if got := failedIDs(res); !slices.Equal(got, []string{"m2"}) {
 		t.Errorf("failed = %q, want m2 (a time that is not RFC 3339)", got)
 	}
-	if len(res.Failures) == 1 && !pipe.IsPermanent(res.Failures[0].Err) {
+	if len(res.Failures) == 1 && !core.IsPermanent(res.Failures[0].Err) {
 		t.Errorf("m2's failure %v is not permanent", res.Failures[0].Err)
 	}
 	var e1 putEntry

@@ -174,7 +174,7 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 
 // entry builds the record of one event: its payload, as it is.
 func entry(_ int, ev *pipe.Event) (awsbatch.Entry[types.Record], error) {
-	return awsbatch.Entry[types.Record]{Req: types.Record{Data: ev.Payload}, Size: len(ev.Payload)}, nil
+	return awsbatch.Entry[types.Record]{Req: types.Record{Data: ev.RecordJSON}, Size: len(ev.RecordJSON)}, nil
 }
 
 // put makes one PutRecordBatch call; its responses answer the records by

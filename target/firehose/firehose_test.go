@@ -18,6 +18,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/awsbatch"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
@@ -51,7 +52,7 @@ func payload(t testing.TB, id, p string) *pipe.Event {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev.Payload = []byte(p)
+	ev.RecordJSON = []byte(p)
 	return ev
 }
 
@@ -113,9 +114,9 @@ func TestRefusedRecordsFailJustTheirItems(t *testing.T) {
 	for _, f := range res.Failures {
 		kind := "retryable"
 		switch {
-		case pipe.IsThrottled(f.Err):
+		case core.IsThrottled(f.Err):
 			kind = "throttled"
-		case pipe.IsPermanent(f.Err):
+		case core.IsPermanent(f.Err):
 			kind = "permanent"
 		}
 		got[f.ID] = kind
@@ -140,7 +141,7 @@ func TestAMissingDeliveryStreamFailsTheBatchPermanently(t *testing.T) {
 	cfg.DeliveryStream = "arn:aws:firehose:us-east-1:123456789012:deliverystream/other"
 	tg := newTarget(t, cfg)
 	_, err := tg.Deliver(t.Context(), []*pipe.Event{payload(t, "m1", "x")})
-	if !pipe.IsPermanent(err) || !strings.Contains(err.Error(), "ResourceNotFoundException") || !strings.Contains(err.Error(), "on other") {
+	if !core.IsPermanent(err) || !strings.Contains(err.Error(), "ResourceNotFoundException") || !strings.Contains(err.Error(), "on other") {
 		t.Errorf("Deliver error = %v, want a permanent ResourceNotFoundException for other", err)
 	}
 }

@@ -138,7 +138,7 @@ func parseNamed(m map[string]string, what string) ([]namedTemplate, error) {
 // from the payload an input template or enrichment made.
 func (d *dynamic) render(base string, ev *pipe.Event) (string, [][2]string, error) {
 	rec := &pipe.Event{Message: ev.Message}
-	rec.Payload, _ = ev.Message.JSON()
+	rec.RecordJSON, _ = ev.Message.JSON()
 	rec.SetBody(ev.Body())
 	ev = rec
 	target := base

@@ -88,7 +88,7 @@ func TestDynamicParametersReadTheRecordNotTheRenderedPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := recordEvent("m", `{"id":"from-record"}`)
-	ev.Payload = []byte(`{"id":"from-payload"}`) // what an input template made
+	ev.RecordJSON = []byte(`{"id":"from-payload"}`) // what an input template made
 	if _, err := tg.Deliver(context.Background(), []*pipe.Event{ev}); err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/batching"
 	"github.com/pipesproject/pipes/internal/kit/httpcore"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -262,16 +264,16 @@ func (c *batchCall) body() io.Reader { return c.array.Again() }
 func (t *Target) batchAnswer(events []*pipe.Event, status int, answer []byte, err error) (pipe.Result, error) {
 	switch {
 	case errors.Is(err, httpcore.ErrAnswerTooLarge):
-		return pipe.Result{}, fmt.Errorf("answered %d: %w: larger than %d bytes", status, pipe.ErrMalformedAnswer, httpcore.MaxAnswer)
+		return pipe.Result{}, fmt.Errorf("answered %d: %w: larger than %d bytes", status, partial.ErrMalformedAnswer, httpcore.MaxAnswer)
 	case err != nil:
 		return pipe.Result{}, err
 	}
-	r, err := pipe.ParseBatchResponse(answer, inBatch(events))
+	r, err := partial.ParseBatchResponse(answer, inBatch(events))
 	if err != nil {
 		// Quote the parser's reason, scrubbed: it may echo an identifier.
-		reason := strings.TrimPrefix(err.Error(), pipe.ErrMalformedAnswer.Error())
+		reason := strings.TrimPrefix(err.Error(), partial.ErrMalformedAnswer.Error())
 		reason = strings.TrimPrefix(reason, ": ")
-		return pipe.Result{}, fmt.Errorf("answered %d: %w: %s; answer: %q", status, pipe.ErrMalformedAnswer,
+		return pipe.Result{}, fmt.Errorf("answered %d: %w: %s; answer: %q", status, partial.ErrMalformedAnswer,
 			t.core.Scrub(reason), t.core.Snippet(answer))
 	}
 	return r, nil
@@ -332,16 +334,17 @@ func (t *Target) deliverEach(ctx context.Context, events []*pipe.Event) (pipe.Re
 		}
 		if !errors.Is(err, errNotSent) {
 			sent++
-			if pipe.IsThrottled(err) {
+			if core.IsThrottled(err) {
 				throttled++
 				firstThrottled = cmp.Or(firstThrottled, err)
 			}
-			if !pipe.IsPermanent(err) {
+			if !core.IsPermanent(err) {
 				retryable++
 				firstRetryable = cmp.Or(firstRetryable, err)
 			}
 		}
-		result.Failures = append(result.Failures, pipe.ItemFailure{ID: events[i].ID(), Err: err})
+		// A 429 or 503 with a Retry-After asks for this item to wait.
+		result.Failures = append(result.Failures, pipe.ItemFailure{ID: events[i].ID(), Err: err, RetryAfter: httpcore.RetryAfterOf(err)})
 	}
 	switch {
 	case throttled > 0 && throttled == sent:

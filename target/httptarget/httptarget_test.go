@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/httptarget"
 )
@@ -33,8 +35,8 @@ func events(ids ...string) []*pipe.Event {
 	evs := make([]*pipe.Event, len(ids))
 	for i, id := range ids {
 		evs[i] = &pipe.Event{
-			Message: &pipe.Message{MessageID: id, Body: id},
-			Payload: []byte(`{"id":"` + id + `"}`),
+			Message:    &pipe.Message{MessageID: id, Body: id},
+			RecordJSON: []byte(`{"id":"` + id + `"}`),
 		}
 	}
 	return evs
@@ -140,10 +142,10 @@ func TestBatchAnswers(t *testing.T) {
 			tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: true})
 			r, err := tg.Deliver(context.Background(), events("a", "b", "c"))
 			if tt.malformed {
-				if !errors.Is(err, pipe.ErrMalformedAnswer) {
+				if !errors.Is(err, partial.ErrMalformedAnswer) {
 					t.Fatalf("error = %v, want one wrapping ErrMalformedAnswer", err)
 				}
-				if pipe.IsPermanent(err) || pipe.IsThrottled(err) {
+				if core.IsPermanent(err) || core.IsThrottled(err) {
 					t.Errorf("a malformed answer is classified permanent or throttled: %v", err)
 				}
 				if !strings.Contains(err.Error(), "200") {
@@ -166,7 +168,7 @@ func TestBatchAnswerLargerThanSixMegabytesIsMalformed(t *testing.T) {
 	srv := answering(t, http.StatusOK, big)
 	tg := newTarget(t, httptarget.Config{URL: srv.URL, Batch: true})
 	_, err := tg.Deliver(context.Background(), events("a"))
-	if !errors.Is(err, pipe.ErrMalformedAnswer) {
+	if !errors.Is(err, partial.ErrMalformedAnswer) {
 		t.Fatalf("error = %v, want one wrapping ErrMalformedAnswer", err)
 	}
 }
@@ -194,10 +196,10 @@ func TestBatchStatuses(t *testing.T) {
 			if err == nil {
 				t.Fatal("Deliver succeeded, want a whole-batch error")
 			}
-			if got := pipe.IsPermanent(err); got != tt.permanent {
+			if got := core.IsPermanent(err); got != tt.permanent {
 				t.Errorf("IsPermanent = %v, want %v (%v)", got, tt.permanent, err)
 			}
-			if got := pipe.IsThrottled(err); got != tt.throttled {
+			if got := core.IsThrottled(err); got != tt.throttled {
 				t.Errorf("IsThrottled = %v, want %v (%v)", got, tt.throttled, err)
 			}
 			msg := err.Error()
@@ -226,7 +228,7 @@ func TestTimeoutIsRetryable(t *testing.T) {
 	if err == nil {
 		t.Fatal("Deliver succeeded, want a timeout")
 	}
-	if !errors.Is(err, context.DeadlineExceeded) || pipe.IsPermanent(err) || pipe.IsThrottled(err) {
+	if !errors.Is(err, context.DeadlineExceeded) || core.IsPermanent(err) || core.IsThrottled(err) {
 		t.Errorf("error = %v, want a plain retryable timeout", err)
 	}
 	if !strings.Contains(err.Error(), "no answer within 20ms") {
@@ -243,7 +245,7 @@ func TestConnectionRefusedIsRetryable(t *testing.T) {
 	if err == nil {
 		t.Fatal("Deliver succeeded against a closed server")
 	}
-	if pipe.IsPermanent(err) || pipe.IsThrottled(err) {
+	if core.IsPermanent(err) || core.IsThrottled(err) {
 		t.Errorf("error = %v, want a plain retryable error", err)
 	}
 }
@@ -306,8 +308,8 @@ func TestBatchRequestCarriesPayloadsAndHeaders(t *testing.T) {
 		Headers: map[string]string{"X-Api-Key": "k-123", "X-Tenant": "t1"},
 	})
 	evs := events("a", "b", "c")
-	evs[1].Payload = []byte("not json <&>")
-	evs[2].Payload = []byte(" [1, 2] ")
+	evs[1].RecordJSON = []byte("not json <&>")
+	evs[2].RecordJSON = []byte(" [1, 2] ")
 	if _, err := tg.Deliver(context.Background(), evs); err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
@@ -382,7 +384,7 @@ func TestOneRequestPerEvent(t *testing.T) {
 			t.Errorf("item %s failed: %v", f.ID, f.Err)
 			continue
 		}
-		if f.Err == nil || pipe.IsPermanent(f.Err) != w.permanent || pipe.IsThrottled(f.Err) != w.throttled {
+		if f.Err == nil || core.IsPermanent(f.Err) != w.permanent || core.IsThrottled(f.Err) != w.throttled {
 			t.Errorf("item %s: error %v, want permanent=%v throttled=%v", f.ID, f.Err, w.permanent, w.throttled)
 		}
 	}
@@ -392,7 +394,7 @@ func TestOneRequestPerEventAllThrottledThrottlesTheBatch(t *testing.T) {
 	srv, _ := recording(t, func([]byte) int { return http.StatusTooManyRequests })
 	tg := newTarget(t, httptarget.Config{URL: srv.URL})
 	_, err := tg.Deliver(context.Background(), events("a", "b", "c"))
-	if !pipe.IsThrottled(err) {
+	if !core.IsThrottled(err) {
 		t.Fatalf("error = %v, want a whole-batch Throttled error", err)
 	}
 }
@@ -401,7 +403,7 @@ func TestOneRequestPerEventSendsNonJSONPayloadAsText(t *testing.T) {
 	srv, got := recording(t, func([]byte) int { return http.StatusOK })
 	tg := newTarget(t, httptarget.Config{URL: srv.URL})
 	evs := events("a")
-	evs[0].Payload = []byte("plain text")
+	evs[0].RecordJSON = []byte("plain text")
 	if _, err := tg.Deliver(context.Background(), evs); err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
@@ -503,7 +505,7 @@ func BenchmarkDeliverBatch(b *testing.B) {
 	payload := []byte(`{"data":"` + strings.Repeat("x", 1024-11) + `"}`)
 	evs := events("0", "1", "2", "3", "4", "5", "6", "7", "8", "9")
 	for _, ev := range evs {
-		ev.Payload = payload
+		ev.RecordJSON = payload
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -527,7 +529,7 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tg := newTarget(t, httptarget.Config{URL: srv.URL + "/old", Batch: true})
 	_, err := tg.Deliver(context.Background(), events("a"))
-	if !pipe.IsPermanent(err) || !strings.Contains(err.Error(), "307") {
+	if !core.IsPermanent(err) || !strings.Contains(err.Error(), "307") {
 		t.Fatalf("error = %v, want a permanent error naming 307", err)
 	}
 }
@@ -730,10 +732,10 @@ func TestEchoedCredentialsNeverInErrors(t *testing.T) {
 					}
 					return es
 				}()...) {
-					if e != nil && tt.status != 200 && pipe.IsPermanent(e) != wantPermanent {
-						t.Errorf("error %v: permanent = %v, want %v", e, pipe.IsPermanent(e), wantPermanent)
+					if e != nil && tt.status != 200 && core.IsPermanent(e) != wantPermanent {
+						t.Errorf("error %v: permanent = %v, want %v", e, core.IsPermanent(e), wantPermanent)
 					}
-					if e != nil && tt.status == 200 && !errors.Is(e, pipe.ErrMalformedAnswer) {
+					if e != nil && tt.status == 200 && !errors.Is(e, partial.ErrMalformedAnswer) {
 						t.Errorf("error %v no longer wraps ErrMalformedAnswer", e)
 					}
 				}
@@ -752,8 +754,8 @@ func grouped(specs ...string) []*pipe.Event {
 			group, id = "", s
 		}
 		evs[i] = &pipe.Event{
-			Message: &pipe.Message{MessageID: id, Body: id, Attributes: map[string]string{}},
-			Payload: []byte(`{"id":"` + id + `"}`),
+			Message:    &pipe.Message{MessageID: id, Body: id, Attributes: map[string]string{}},
+			RecordJSON: []byte(`{"id":"` + id + `"}`),
 		}
 		if group != "" {
 			evs[i].Message.Attributes[pipe.AttrMessageGroupID] = group
@@ -872,7 +874,7 @@ func TestOneRequestPerEventStopsAMessageGroupAtItsFirstFailure(t *testing.T) {
 				if !slices.Contains(tt.wantNotSent, f.ID) {
 					continue
 				}
-				if pipe.IsPermanent(f.Err) || !strings.Contains(f.Err.Error(), "an earlier message") {
+				if core.IsPermanent(f.Err) || !strings.Contains(f.Err.Error(), "an earlier message") {
 					t.Errorf("%s: error %v, want a retryable one saying an earlier message of the group failed", f.ID, f.Err)
 				}
 			}
@@ -884,7 +886,7 @@ func TestOneRequestPerEventThrottledAtTheHeadOfEveryGroupThrottlesTheBatch(t *te
 	srv, _, _ := arrivals(t, func(string) int { return http.StatusTooManyRequests })
 	tg := newTarget(t, httptarget.Config{URL: srv.URL})
 	_, err := tg.Deliver(context.Background(), grouped("A/a1", "A/a2", "B/b1", "B/b2"))
-	if !pipe.IsThrottled(err) {
+	if !core.IsThrottled(err) {
 		t.Fatalf("error = %v, want a whole-batch Throttled error", err)
 	}
 }
@@ -927,8 +929,8 @@ func TestOneRequestPerEventAllFailingRetryablyFailsTheBatch(t *testing.T) {
 			if err == nil || len(r.Failures) != 0 {
 				t.Fatalf("Deliver = %v, %v; want a whole-batch error", r.Failures, err)
 			}
-			if pipe.IsPermanent(err) || pipe.IsThrottled(err) != tt.throttled {
-				t.Errorf("error %v: permanent %v, throttled %v; want retryable, throttled %v", err, pipe.IsPermanent(err), pipe.IsThrottled(err), tt.throttled)
+			if core.IsPermanent(err) || core.IsThrottled(err) != tt.throttled {
+				t.Errorf("error %v: permanent %v, throttled %v; want retryable, throttled %v", err, core.IsPermanent(err), core.IsThrottled(err), tt.throttled)
 			}
 		})
 	}
@@ -938,7 +940,7 @@ func TestOneRequestPerEventAllFailingRetryablyFailsTheBatch(t *testing.T) {
 		srv.Close()
 		tg := newTarget(t, httptarget.Config{URL: url, Timeout: 2 * time.Second})
 		r, err := tg.Deliver(context.Background(), events("a", "b"))
-		if err == nil || len(r.Failures) != 0 || pipe.IsPermanent(err) {
+		if err == nil || len(r.Failures) != 0 || core.IsPermanent(err) {
 			t.Fatalf("Deliver = %v, %v; want a retryable whole-batch error", r.Failures, err)
 		}
 	})
@@ -949,4 +951,50 @@ func TestOneRequestPerEventAllFailingRetryablyFailsTheBatch(t *testing.T) {
 			t.Fatal("every request sent failed 502, want a whole-batch error")
 		}
 	})
+}
+
+func TestAnItemAnswered429Or503WithRetryAfterAsksToWait(t *testing.T) {
+	tests := []struct {
+		name       string
+		status     int
+		retryAfter string
+		want       time.Duration
+	}{
+		{"503 with seconds", http.StatusServiceUnavailable, "7", 7 * time.Second},
+		{"429 with seconds", http.StatusTooManyRequests, "30", 30 * time.Second},
+		{"503 without the header leaves it to the pipe", http.StatusServiceUnavailable, "", 0},
+		{"503 with a header that is not readable leaves it to the pipe", http.StatusServiceUnavailable, "later", 0},
+		{"500 with the header: only 429 and 503 are read", http.StatusInternalServerError, "7", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				if strings.Contains(string(body), "busy") {
+					if tt.retryAfter != "" {
+						w.Header().Set("Retry-After", tt.retryAfter)
+					}
+					w.WriteHeader(tt.status)
+					return
+				}
+				w.WriteHeader(http.StatusOK)
+			}))
+			t.Cleanup(srv.Close)
+			target, err := httptarget.New(httptarget.Config{URL: srv.URL, MaxParallel: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = target.Close(context.Background()) })
+			res, err := target.Deliver(context.Background(), events("ok", "busy"))
+			if err != nil {
+				t.Fatalf("Deliver: %v", err)
+			}
+			if len(res.Failures) != 1 || res.Failures[0].ID != "busy" {
+				t.Fatalf("failures %+v, want the busy item only", res.Failures)
+			}
+			if got := res.Failures[0].RetryAfter; got != tt.want {
+				t.Errorf("RetryAfter %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

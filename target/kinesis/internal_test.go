@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/awsbatch"
 	"github.com/pipesproject/pipes/pipe"
 )
@@ -60,8 +61,8 @@ func TestRefusedRecordsFailJustTheirItemsWithTheirClass(t *testing.T) {
 			}
 			f := res.Failures[0].Err
 			var ee *awsbatch.EntryError
-			if pipe.IsThrottled(f) != tt.throttled || pipe.IsPermanent(f) != tt.permanent || !errors.As(f, &ee) || ee.ErrorCode() != tt.code {
-				t.Errorf("failure = %v: throttled %v permanent %v, want %v %v with code %s", f, pipe.IsThrottled(f), pipe.IsPermanent(f), tt.throttled, tt.permanent, tt.code)
+			if core.IsThrottled(f) != tt.throttled || core.IsPermanent(f) != tt.permanent || !errors.As(f, &ee) || ee.ErrorCode() != tt.code {
+				t.Errorf("failure = %v: throttled %v permanent %v, want %v %v with code %s", f, core.IsThrottled(f), core.IsPermanent(f), tt.throttled, tt.permanent, tt.code)
 			}
 		})
 	}
@@ -74,7 +75,7 @@ func payload(t testing.TB, id, p string) *pipe.Event {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev.Payload = []byte(p)
+	ev.RecordJSON = []byte(p)
 	return ev
 }
 

@@ -212,8 +212,8 @@ func (t *Target) entry(_ int, ev *pipe.Event) (entry, error) {
 		return entry{}, pipe.Permanent(fmt.Errorf("message %s: the partition key %q rendered %d characters, over Kinesis's %d", ev.ID(), t.key, n, MaxPartitionKey))
 	}
 	return entry{
-		Req:  types.PutRecordsRequestEntry{Data: ev.Payload, PartitionKey: aws.String(key)},
-		Size: len(ev.Payload) + len(key),
+		Req:  types.PutRecordsRequestEntry{Data: ev.RecordJSON, PartitionKey: aws.String(key)},
+		Size: len(ev.RecordJSON) + len(key),
 	}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/kinesis"
@@ -125,7 +126,7 @@ func TestRecordsThatCannotBePutFailAloneAndTheOthersArePut(t *testing.T) {
 	}
 	var failed []string
 	for _, f := range res.Failures {
-		if !pipe.IsPermanent(f.Err) {
+		if !core.IsPermanent(f.Err) {
 			t.Errorf("failure of %s = %v, want permanent", f.ID, f.Err)
 		}
 		failed = append(failed, f.ID)
@@ -143,7 +144,7 @@ func TestAMissingStreamFailsTheBatchPermanently(t *testing.T) {
 	sqstest.EndpointOf(t, sqstest.Kinesalite)
 	tg := newTarget(t, kinesis.Config{Stream: sqstest.QueueName("pipes-kinesis-missing", ""), PartitionKey: "k"})
 	_, err := tg.Deliver(t.Context(), []*pipe.Event{event(t, "m1", `{}`)})
-	if !pipe.IsPermanent(err) || !strings.Contains(err.Error(), "ResourceNotFoundException") {
+	if !core.IsPermanent(err) || !strings.Contains(err.Error(), "ResourceNotFoundException") {
 		t.Errorf("Deliver error = %v, want a permanent ResourceNotFoundException", err)
 	}
 }
@@ -152,7 +153,7 @@ func TestParamsFromRecordRenderTheKeyAgainstTheSourceRecord(t *testing.T) {
 	stream := sqstest.CreateStream(t, "pipes-kinesis-record", 1)
 	tg := newTarget(t, kinesis.Config{Stream: stream, PartitionKey: "$.body.k", ParamsFromRecord: true, Vars: template.Vars{PipeName: "p"}})
 	ev := event(t, "m1", `{"k":"from-record"}`)
-	ev.Payload = []byte("replaced by an input template")
+	ev.RecordJSON = []byte("replaced by an input template")
 	if res, err := tg.Deliver(t.Context(), []*pipe.Event{ev}); err != nil || len(res.Failures) > 0 {
 		t.Fatalf("Deliver = %+v, %v", res, err)
 	}

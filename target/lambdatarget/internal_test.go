@@ -38,8 +38,8 @@ func FuzzBatchPayload(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
 		evs := []*pipe.Event{
-			{Message: &pipe.Message{MessageID: "1"}, Payload: []byte(a)},
-			{Message: &pipe.Message{MessageID: "2"}, Payload: []byte(b)},
+			{Message: &pipe.Message{MessageID: "1"}, RecordJSON: []byte(a)},
+			{Message: &pipe.Message{MessageID: "2"}, RecordJSON: []byte(b)},
 		}
 		var arr []json.RawMessage
 		if err := json.Unmarshal(batchPayload(evs), &arr); err != nil || len(arr) != 2 {

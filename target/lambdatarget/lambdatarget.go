@@ -33,6 +33,7 @@ import (
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/internal/kit/batching"
 	"github.com/pipesproject/pipes/internal/kit/httpcore"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -214,7 +215,7 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 	if kind := aws.ToString(out.FunctionError); kind != "" {
 		return pipe.Result{}, fmt.Errorf("invoking %s with %d events: %w", t.function, len(events), functionError(kind, out.Payload))
 	}
-	res, err := pipe.ParseBatchResponse(out.Payload, inBatch(events))
+	res, err := partial.ParseBatchResponse(out.Payload, inBatch(events))
 	if err != nil {
 		return pipe.Result{}, fmt.Errorf("invoking %s with %d events: the function answered: %w", t.function, len(events), err)
 	}

@@ -27,6 +27,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/lambdatarget"
 )
@@ -140,7 +142,7 @@ func events() []*pipe.Event {
 	var evs []*pipe.Event
 	for _, id := range []string{"m1", "m2", "m3"} {
 		p := `{"id":"` + id + `"}`
-		evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, Payload: []byte(p)})
+		evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)})
 	}
 	return evs
 }
@@ -160,7 +162,7 @@ func TestTheFunctionGetsTheJSONArrayOfThePayloads(t *testing.T) {
 	var n counter
 	tg := start(t, f, lambdatarget.Config{OnCall: n.onCall})
 	evs := events()
-	evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: "m4"}, Payload: []byte("not json")})
+	evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: "m4"}, RecordJSON: []byte("not json")})
 	if res, err := tg.Deliver(t.Context(), evs); err != nil || len(res.Failures) > 0 {
 		t.Fatalf("Deliver = %+v, %v; want success", res, err)
 	}
@@ -204,7 +206,7 @@ func TestPartialBatchAnswersFollowLambdasList(t *testing.T) {
 			tg := start(t, &fake{reply: reply{body: tt.body}}, lambdatarget.Config{})
 			res, err := tg.Deliver(t.Context(), events())
 			if tt.malformed {
-				if !errors.Is(err, pipe.ErrMalformedAnswer) || pipe.IsPermanent(err) {
+				if !errors.Is(err, partial.ErrMalformedAnswer) || core.IsPermanent(err) {
 					t.Fatalf("Deliver = %+v, %v; want a retryable error wrapping ErrMalformedAnswer", res, err)
 				}
 				return
@@ -237,7 +239,7 @@ func TestAFunctionErrorFailsTheWholeBatchWithItsMessage(t *testing.T) {
 			tg := start(t, &fake{reply: reply{fnError: tt.kind, body: tt.body}}, lambdatarget.Config{})
 			res, err := tg.Deliver(t.Context(), events())
 			var fe *lambdatarget.FunctionError
-			if !errors.As(err, &fe) || pipe.IsPermanent(err) || pipe.IsThrottled(err) {
+			if !errors.As(err, &fe) || core.IsPermanent(err) || core.IsThrottled(err) {
 				t.Fatalf("Deliver = %+v, %v; want a retryable *FunctionError", res, err)
 			}
 			if fe.Kind != tt.kind || fe.ErrorCode() != tt.wantCode || !strings.Contains(err.Error(), tt.wantIn) {
@@ -275,8 +277,8 @@ func TestCallFailuresAreClassified(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Deliver = %+v, nil; want an error", res)
 			}
-			if pipe.IsPermanent(err) != tt.permanent || pipe.IsThrottled(err) != tt.thrott {
-				t.Errorf("error %v: permanent %t throttled %t, want %t %t", err, pipe.IsPermanent(err), pipe.IsThrottled(err), tt.permanent, tt.thrott)
+			if core.IsPermanent(err) != tt.permanent || core.IsThrottled(err) != tt.thrott {
+				t.Errorf("error %v: permanent %t throttled %t, want %t %t", err, core.IsPermanent(err), core.IsThrottled(err), tt.permanent, tt.thrott)
 			}
 			if !strings.Contains(err.Error(), tt.errType) {
 				t.Errorf("error %v does not name %s", err, tt.errType)
@@ -354,7 +356,7 @@ func BenchmarkDeliverTenEvents(b *testing.B) {
 	var evs []*pipe.Event
 	for i := range 10 {
 		p := fmt.Sprintf(`{"id":%d,"note":"%s"}`, i, strings.Repeat("x", 500))
-		evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: fmt.Sprint(i)}, Payload: []byte(p)})
+		evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: fmt.Sprint(i)}, RecordJSON: []byte(p)})
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/pipesproject/pipes/internal/backoff"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -82,7 +83,7 @@ func (t *Target) connect(ctx context.Context) (*amqp.Connection, error) {
 			return conn, nil
 		}
 		err = classify(err)
-		if pipe.IsPermanent(err) {
+		if core.IsPermanent(err) {
 			return nil, fmt.Errorf("connecting to %s: %w", t.display, err)
 		}
 		if backoff.Sleep(ctx, dialBackoff.Delay(attempt)) != nil {

@@ -350,12 +350,12 @@ func (t *Target) message(ev *pipe.Event) message {
 		h[hd.name] = hd.value.Render(view, t.vars)
 	}
 	contentType := "text/plain"
-	if json.Valid(ev.Payload) {
+	if json.Valid(ev.RecordJSON) {
 		contentType = "application/json"
 	}
 	m.pub = amqp.Publishing{
 		Headers: h, ContentType: contentType, DeliveryMode: t.mode,
-		MessageId: ev.ID(), Timestamp: time.Now(), AppId: "pipes", Body: ev.Payload,
+		MessageId: ev.ID(), Timestamp: time.Now(), AppId: "pipes", Body: ev.RecordJSON,
 	}
 	return m
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pipesproject/pipes/internal/syncbuf"
 	"io"
 	"log/slog"
 	"net"
@@ -16,6 +15,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/internal/syncbuf"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -28,7 +30,7 @@ import (
 // event makes an event whose record body (what templates see) is body
 // and whose payload is payload.
 func event(id, body, payload string) *pipe.Event {
-	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: body}, Payload: []byte(payload)}
+	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: body}, RecordJSON: []byte(payload)}
 }
 
 func newTarget(t testing.TB, cfg rabbitmq.Config) *rabbitmq.Target {
@@ -211,7 +213,7 @@ func TestDeliverSucceedsOnlyWhenConfirmed(t *testing.T) {
 		t.Fatalf("failed %v, want [2 3] (nacked)", got)
 	}
 	for _, f := range res.Failures {
-		if pipe.IsPermanent(f.Err) || !strings.Contains(f.Err.Error(), "nack") {
+		if core.IsPermanent(f.Err) || !strings.Contains(f.Err.Error(), "nack") {
 			t.Errorf("failure of %s: %v; want a retryable nack", f.ID, f.Err)
 		}
 	}
@@ -248,7 +250,7 @@ func TestDeliverUnroutableFailsJustItsItem(t *testing.T) {
 				t.Fatalf("failed %v, want %v", got, tt.failed)
 			}
 			for _, f := range res.Failures {
-				if pipe.IsPermanent(f.Err) || !strings.Contains(f.Err.Error(), "unroutable") {
+				if core.IsPermanent(f.Err) || !strings.Contains(f.Err.Error(), "unroutable") {
 					t.Errorf("failure: %v; want a retryable unroutable error", f.Err)
 				}
 			}
@@ -323,7 +325,7 @@ func TestDeliverMissingExchangeIsPermanentAndLaterCallsWork(t *testing.T) {
 	}
 	for _, f := range res.Failures {
 		var ae *amqp.Error
-		if !pipe.IsPermanent(f.Err) || !errors.As(f.Err, &ae) || ae.Code != amqp.NotFound {
+		if !core.IsPermanent(f.Err) || !errors.As(f.Err, &ae) || ae.Code != amqp.NotFound {
 			t.Errorf("failure of %s: %v; want a Permanent 404", f.ID, f.Err)
 		}
 		if strings.Contains(f.Err.Error(), password) {
@@ -353,7 +355,7 @@ func TestDeliverWithoutWritePermissionIsPermanent(t *testing.T) {
 		t.Fatalf("Deliver: %v; want an item failure", err)
 	}
 	var ae *amqp.Error
-	if len(res.Failures) != 1 || !pipe.IsPermanent(res.Failures[0].Err) || !errors.As(res.Failures[0].Err, &ae) || ae.Code != amqp.AccessRefused {
+	if len(res.Failures) != 1 || !core.IsPermanent(res.Failures[0].Err) || !errors.As(res.Failures[0].Err, &ae) || ae.Code != amqp.AccessRefused {
 		t.Fatalf("failures %v; want one Permanent 403", res.Failures)
 	}
 	if strings.Contains(res.Failures[0].Err.Error(), "Pw-readonly-2kd8") {
@@ -372,7 +374,7 @@ func TestDeliverRefusedCredentialsArePermanentAndHideThePassword(t *testing.T) {
 	tg := newTarget(t, rabbitmq.Config{URL: u.String(), RoutingKey: "q",
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	_, err = tg.Deliver(t.Context(), []*pipe.Event{event("1", "a", "a")})
-	if err == nil || !pipe.IsPermanent(err) {
+	if err == nil || !core.IsPermanent(err) {
 		t.Fatalf("Deliver: %v; want a Permanent whole-batch error", err)
 	}
 	if strings.Contains(err.Error(), password) || strings.Contains(logs.String(), password) {
@@ -384,7 +386,7 @@ func TestDeliverWithoutBrokerFailsWholeAndRetryable(t *testing.T) {
 	tg := newTarget(t, rabbitmq.Config{URL: "amqp://guest:Secret-xyz@127.0.0.1:1/", RoutingKey: "q", Timeout: 500 * time.Millisecond})
 	start := time.Now()
 	_, err := tg.Deliver(t.Context(), []*pipe.Event{event("1", "a", "a")})
-	if err == nil || pipe.IsPermanent(err) {
+	if err == nil || core.IsPermanent(err) {
 		t.Fatalf("Deliver: %v; want a retryable whole-batch error", err)
 	}
 	if took := time.Since(start); took > 3*time.Second {
@@ -543,7 +545,7 @@ func TestDeliverLosingTheConnectionMidwayFailsRetryableAndLosesNothing(t *testin
 	failed := map[string]bool{}
 	switch {
 	case err != nil:
-		if pipe.IsPermanent(err) {
+		if core.IsPermanent(err) {
 			t.Errorf("Deliver: %v; a lost connection is retryable", err)
 		}
 		for _, ev := range evs {
@@ -554,7 +556,7 @@ func TestDeliverLosingTheConnectionMidwayFailsRetryableAndLosesNothing(t *testin
 	default:
 		for _, f := range res.Failures {
 			failed[f.ID] = true
-			if pipe.IsPermanent(f.Err) {
+			if core.IsPermanent(f.Err) {
 				t.Errorf("failure of %s: %v; a lost connection is retryable", f.ID, f.Err)
 			}
 		}

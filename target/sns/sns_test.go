@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/sns"
 )
@@ -193,7 +194,7 @@ func start(t *testing.T, f *fake, cfg sns.Config) *sns.Target {
 }
 
 func payloadEvent(id, p string) *pipe.Event {
-	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, Payload: []byte(p)}
+	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
 }
 
 func numbered(n int) ([]*pipe.Event, []string) {
@@ -310,7 +311,7 @@ func TestEntriesSNSRefusesBecomeItemFailuresClassifiedBySenderFault(t *testing.T
 		if !errors.As(fl.Err, &ee) {
 			t.Errorf("failure of %s = %v, want an *EntryError", fl.ID, fl.Err)
 		}
-		permanent, throttled := pipe.IsPermanent(fl.Err), pipe.IsThrottled(fl.Err)
+		permanent, throttled := core.IsPermanent(fl.Err), core.IsThrottled(fl.Err)
 		switch fl.ID {
 		case "m01":
 			if !permanent || ee.ErrorCode() != "InvalidParameter" {
@@ -356,8 +357,8 @@ func TestWholeCallFailuresAreClassified(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Deliver = %+v, nil; want an error", res)
 			}
-			if pipe.IsPermanent(err) != tt.permanent || pipe.IsThrottled(err) != tt.thrott {
-				t.Errorf("error %v: permanent %t throttled %t, want %t %t", err, pipe.IsPermanent(err), pipe.IsThrottled(err), tt.permanent, tt.thrott)
+			if core.IsPermanent(err) != tt.permanent || core.IsThrottled(err) != tt.thrott {
+				t.Errorf("error %v: permanent %t throttled %t, want %t %t", err, core.IsPermanent(err), core.IsThrottled(err), tt.permanent, tt.thrott)
 			}
 			if !strings.Contains(err.Error(), tt.code) {
 				t.Errorf("error %v does not name %s", err, tt.code)
@@ -385,7 +386,7 @@ func TestACallRefusedAsInvalidIsRetriedEntryByEntrySoOnlyTheBadOneFails(t *testi
 	if err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}
-	if got := failedIDs(res); !slices.Equal(got, []string{"m02"}) || !pipe.IsPermanent(res.Failures[0].Err) {
+	if got := failedIDs(res); !slices.Equal(got, []string{"m02"}) || !core.IsPermanent(res.Failures[0].Err) {
 		t.Fatalf("failures = %+v, want m02 permanent", res.Failures)
 	}
 	if got := f.messages(); !slices.Equal(got, []string{`{"i":00}`, `{"i":01}`, `{"i":03}`}) {
@@ -414,7 +415,7 @@ func TestOnAFIFOTopicAFailedCallStopsTheRestOfTheBatch(t *testing.T) {
 		t.Fatalf("%d failures, want 15", len(res.Failures))
 	}
 	for _, fl := range res.Failures {
-		if pipe.IsPermanent(fl.Err) {
+		if core.IsPermanent(fl.Err) {
 			t.Errorf("failure of %s is permanent: %v", fl.ID, fl.Err)
 		}
 	}

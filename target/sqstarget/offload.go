@@ -73,7 +73,7 @@ func (t *Target) offload(ctx context.Context, events []*pipe.Event) (ptrs []*off
 	var wg sync.WaitGroup
 	for i, ev := range events {
 		_, attrSize := awsclient.MessageAttributes(ev.Attributes, MaxAttributes, messageAttribute)
-		if len(ev.Payload)+attrSize < threshold {
+		if len(ev.RecordJSON)+attrSize < threshold {
 			continue
 		}
 		wg.Add(1)
@@ -89,14 +89,14 @@ func (t *Target) offload(ctx context.Context, events []*pipe.Event) (ptrs []*off
 			ptr := s3payload.Pointer{Bucket: o.Bucket, Key: o.KeyPrefix + newUUID()}
 			callCtx, cancel := context.WithTimeout(ctx, t.timeout)
 			defer cancel()
-			if err := o.Store.Put(callCtx, ptr, ev.Payload); err != nil {
+			if err := o.Store.Put(callCtx, ptr, ev.RecordJSON); err != nil {
 				if errors.Is(err, s3payload.ErrAccessDenied) || errors.Is(err, s3payload.ErrNotFound) {
 					err = pipe.Permanent(err)
 				}
-				errs[i] = fmt.Errorf("offloading a payload of %d bytes for %s: %w", len(ev.Payload), t.queueURL, err)
+				errs[i] = fmt.Errorf("offloading a payload of %d bytes for %s: %w", len(ev.RecordJSON), t.queueURL, err)
 				return
 			}
-			ptrs[i] = &offloaded{body: ptr.Body(), size: len(ev.Payload)}
+			ptrs[i] = &offloaded{body: ptr.Body(), size: len(ev.RecordJSON)}
 		}()
 	}
 	wg.Wait()

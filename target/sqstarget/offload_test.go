@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/s3payload"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
@@ -109,7 +110,7 @@ func TestOffloadOnFauxqs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Failures) != 1 || res.Failures[0].ID != "large" || !pipe.IsPermanent(res.Failures[0].Err) || !errors.Is(res.Failures[0].Err, s3payload.ErrNotFound) {
+		if len(res.Failures) != 1 || res.Failures[0].ID != "large" || !core.IsPermanent(res.Failures[0].Err) || !errors.Is(res.Failures[0].Err, s3payload.ErrNotFound) {
 			t.Fatalf("failures %+v, want the large record alone, a permanent not-found", res.Failures)
 		}
 		if bodies := sqstest.DrainBodies(t, client, url); len(bodies) != 1 || bodies[0] != "s" {

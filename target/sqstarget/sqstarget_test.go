@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/sqstarget"
@@ -79,7 +80,7 @@ func event(t testing.TB, id, body string) *pipe.Event {
 
 // payloadEvent makes an event whose payload is p.
 func payloadEvent(id, p string) *pipe.Event {
-	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, Payload: []byte(p)}
+	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
 }
 
 func str(s string) *string { return &s }
@@ -226,7 +227,7 @@ func TestAFIFOQueueGetsTheGroupAndDeduplicationIDsRenderedPerEvent(t *testing.T)
 			}
 			if tt.fromRecord { // an input template replaced the payload
 				for _, ev := range events {
-					ev.Payload = []byte(`{"templated":true}`)
+					ev.RecordJSON = []byte(`{"templated":true}`)
 				}
 			}
 			res, err := tg.Deliver(t.Context(), events)
@@ -264,7 +265,7 @@ func TestAnEmptyGroupIDOnAFIFOQueueIsAPermanentFailureOfThatMessageOnly(t *testi
 	if got := failedIDs(res); !slices.Equal(got, []string{"m2"}) {
 		t.Fatalf("failed = %v, want [m2]", got)
 	}
-	if !pipe.IsPermanent(res.Failures[0].Err) || !strings.Contains(res.Failures[0].Err.Error(), "rendered empty") {
+	if !core.IsPermanent(res.Failures[0].Err) || !strings.Contains(res.Failures[0].Err.Error(), "rendered empty") {
 		t.Errorf("failure = %v, want a permanent 'rendered empty' error", res.Failures[0].Err)
 	}
 	if got := receiveAll(t, c, url); len(got) != 1 {
@@ -282,7 +283,7 @@ func TestAnEntrySQSRefusesFailsOnlyItsMessageWhileTheOthersAreSent(t *testing.T)
 	bad.Attributes = map[string]pipe.MessageAttribute{"x": {DataType: "Nonsense", StringValue: str("v")}}
 	// m4's enrichment fanned it out into two events; one of them is bad.
 	fanGood := payloadEvent("m4", `{"n":4}`)
-	fanBad := &pipe.Event{Message: fanGood.Message, Payload: []byte(`{"n":5}`),
+	fanBad := &pipe.Event{Message: fanGood.Message, RecordJSON: []byte(`{"n":5}`),
 		Attributes: map[string]pipe.MessageAttribute{"y": {DataType: "Number", StringValue: str("not a number")}}}
 	events := []*pipe.Event{payloadEvent("m1", `{"n":1}`), bad, payloadEvent("m3", `{"n":3}`), fanGood, fanBad}
 	res, err := tg.Deliver(t.Context(), events)
@@ -294,7 +295,7 @@ func TestAnEntrySQSRefusesFailsOnlyItsMessageWhileTheOthersAreSent(t *testing.T)
 	}
 	for _, f := range res.Failures {
 		var ee *sqstarget.EntryError
-		if !pipe.IsPermanent(f.Err) || !errors.As(f.Err, &ee) || ee.Code == "" {
+		if !core.IsPermanent(f.Err) || !errors.As(f.Err, &ee) || ee.Code == "" {
 			t.Errorf("failure of %s = %v, want a permanent *EntryError with a code", f.ID, f.Err)
 		}
 	}
@@ -335,7 +336,7 @@ func TestAMissingQueueFailsTheWholeBatchPermanently(t *testing.T) {
 	ep := sqstest.Endpoint(t)
 	tg := newTarget(t, sqstarget.Config{QueueURL: ep + "/123456789012/" + sqstest.QueueName("missing", "")})
 	res, err := tg.Deliver(t.Context(), []*pipe.Event{payloadEvent("m1", "x"), payloadEvent("m2", "y")})
-	if err == nil || !pipe.IsPermanent(err) {
+	if err == nil || !core.IsPermanent(err) {
 		t.Fatalf("Deliver = %+v, %v; want a permanent error", res, err)
 	}
 }
@@ -353,7 +354,7 @@ func TestAPayloadTooLargeForSQSFailsOnlyItsMessage(t *testing.T) {
 	if got := failedIDs(res); !slices.Equal(got, []string{"m2"}) {
 		t.Fatalf("failed = %v, want [m2]", got)
 	}
-	if !pipe.IsPermanent(res.Failures[0].Err) {
+	if !core.IsPermanent(res.Failures[0].Err) {
 		t.Errorf("failure = %v, want permanent", res.Failures[0].Err)
 	}
 	if got := bodies(receiveAll(t, c, url)); !slices.Equal(got, []string{"small", "small too"}) {

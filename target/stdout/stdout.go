@@ -77,7 +77,7 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 	var buf bytes.Buffer
 	size := 3
 	for _, ev := range events {
-		size += len(ev.Payload) + 1
+		size += len(ev.RecordJSON) + 1
 	}
 	buf.Grow(size)
 	ends := make([]int, 0, len(events)) // where each line ends in buf
@@ -89,15 +89,15 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 		}
 		switch {
 		case !t.batch:
-			appendJSON(&buf, ev.Payload)
+			appendJSON(&buf, ev.RecordJSON)
 			buf.WriteByte('\n')
 			ends = append(ends, buf.Len())
 		case written == 0:
 			buf.WriteByte('[')
-			appendJSON(&buf, ev.Payload)
+			appendJSON(&buf, ev.RecordJSON)
 		default:
 			buf.WriteByte(',')
-			appendJSON(&buf, ev.Payload)
+			appendJSON(&buf, ev.RecordJSON)
 		}
 		written++
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 func event(id, body, payload string) *pipe.Event {
-	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: body}, Payload: []byte(payload)}
+	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: body}, RecordJSON: []byte(payload)}
 }
 
 func lines(t *testing.T, out string) []string {

@@ -38,6 +38,7 @@ import (
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/internal/kit/batching"
 	"github.com/pipesproject/pipes/internal/kit/httpcore"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -252,7 +253,7 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 	if err != nil {
 		return pipe.Result{}, fmt.Errorf("executing %s with %d events: %w", t.arn, len(events), err)
 	}
-	res, err := pipe.ParseBatchResponse(out, inBatch(events))
+	res, err := partial.ParseBatchResponse(out, inBatch(events))
 	if err != nil {
 		return pipe.Result{}, fmt.Errorf("executing %s with %d events: the execution answered: %w", t.arn, len(events), err)
 	}

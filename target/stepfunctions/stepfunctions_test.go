@@ -25,7 +25,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/fakeaws"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/target/stepfunctions"
 )
@@ -91,7 +93,7 @@ func events(ids ...string) []*pipe.Event {
 	var evs []*pipe.Event
 	for _, id := range ids {
 		p := `{"id":"` + id + `"}`
-		evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, Payload: []byte(p)})
+		evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)})
 	}
 	return evs
 }
@@ -173,10 +175,10 @@ func TestASyncExecutionsOutputDecidesTheItems(t *testing.T) {
 				t.Fatalf("Deliver error = %v, want one: %v", err, tc.batchErr)
 			}
 			if err != nil {
-				if pipe.IsPermanent(err) != tc.permanent {
-					t.Errorf("permanent = %v, want %v: %v", pipe.IsPermanent(err), tc.permanent, err)
+				if core.IsPermanent(err) != tc.permanent {
+					t.Errorf("permanent = %v, want %v: %v", core.IsPermanent(err), tc.permanent, err)
 				}
-				if errors.Is(err, pipe.ErrMalformedAnswer) != tc.malformed {
+				if errors.Is(err, partial.ErrMalformedAnswer) != tc.malformed {
 					t.Errorf("malformed = %v, want %v: %v", !tc.malformed, tc.malformed, err)
 				}
 				var ee *stepfunctions.ExecutionError
@@ -222,8 +224,8 @@ func TestFailedCallsAreClassified(t *testing.T) {
 			if err == nil {
 				t.Fatal("Deliver succeeded")
 			}
-			if pipe.IsThrottled(err) != tc.throttled || pipe.IsPermanent(err) != tc.permanent {
-				t.Errorf("throttled %v permanent %v, want %v %v: %v", pipe.IsThrottled(err), pipe.IsPermanent(err), tc.throttled, tc.permanent, err)
+			if core.IsThrottled(err) != tc.throttled || core.IsPermanent(err) != tc.permanent {
+				t.Errorf("throttled %v permanent %v, want %v %v: %v", core.IsThrottled(err), core.IsPermanent(err), tc.throttled, tc.permanent, err)
 			}
 			if strings.Contains(err.Error(), "pipes-test-secret") {
 				t.Errorf("the error shows the secret key: %v", err)
@@ -238,9 +240,9 @@ func TestAnInputOverStepFunctionsLimitFailsPermanentlyWithoutACall(t *testing.T)
 	tg := start(t, srv, stepfunctions.Config{StateMachineARN: expressARN})
 	big := strings.Repeat("x", stepfunctions.MaxInput)
 	p, _ := json.Marshal(map[string]string{"big": big})
-	ev := &pipe.Event{Message: &pipe.Message{MessageID: "m1", Body: string(p)}, Payload: p}
+	ev := &pipe.Event{Message: &pipe.Message{MessageID: "m1", Body: string(p)}, RecordJSON: p}
 	_, err := tg.Deliver(t.Context(), []*pipe.Event{ev})
-	if err == nil || !pipe.IsPermanent(err) || !strings.Contains(err.Error(), "262144") {
+	if err == nil || !core.IsPermanent(err) || !strings.Contains(err.Error(), "262144") {
 		t.Fatalf("Deliver = %v, want a permanent error naming the limit", err)
 	}
 	if srv.Calls("StartSyncExecution") != 0 {

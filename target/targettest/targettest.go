@@ -124,7 +124,7 @@ func Events(prefix string, payloads ...string) []*pipe.Event {
 	evs := make([]*pipe.Event, len(payloads))
 	for i, p := range payloads {
 		id := prefix + "-" + strconv.Itoa(i)
-		evs[i] = &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, Payload: []byte(p)}
+		evs[i] = &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
 	}
 	return evs
 }
@@ -253,7 +253,7 @@ func testIDs(t *testing.T, h Harness) {
 	for i, id := range ids {
 		p := fmt.Sprintf(`{"id":%q}`, id)
 		payloads = append(payloads, p)
-		evs[i] = &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, Payload: []byte(p)}
+		evs[i] = &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
 	}
 	res, err := d.deliver(t, t.Context(), evs)
 	if err != nil {

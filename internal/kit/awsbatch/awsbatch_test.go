@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/smithy-go"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/pipe"
 )
@@ -91,9 +92,9 @@ func kinds(res pipe.Result) string {
 	for _, f := range res.Failures {
 		kind := "retryable"
 		switch {
-		case pipe.IsThrottled(f.Err):
+		case core.IsThrottled(f.Err):
 			kind = "throttled"
-		case pipe.IsPermanent(f.Err):
+		case core.IsPermanent(f.Err):
 			kind = "permanent"
 		}
 		out = append(out, f.ID+":"+kind)
@@ -131,7 +132,7 @@ func TestDeliverFailsJustTheEntriesTheServiceRefusesWithTheirClass(t *testing.T)
 			switch {
 			case tt.batchErr == "" && err != nil:
 				t.Fatalf("Deliver: %v", err)
-			case tt.batchErr == "throttled" && !pipe.IsThrottled(err):
+			case tt.batchErr == "throttled" && !core.IsThrottled(err):
 				t.Fatalf("Deliver error = %v, want a throttled one", err)
 			}
 			if got := kinds(res); got != tt.failures {
@@ -185,8 +186,8 @@ func TestEntryCodesClassifyRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.codes.Refused("refused", tt.code, "m")
 			var ee *EntryError
-			if pipe.IsThrottled(err) != tt.throttled || pipe.IsPermanent(err) != tt.permanent || !errors.As(err, &ee) || ee.ErrorCode() != tt.code {
-				t.Errorf("Refused(%s) = %v: throttled %v permanent %v", tt.code, err, pipe.IsThrottled(err), pipe.IsPermanent(err))
+			if core.IsThrottled(err) != tt.throttled || core.IsPermanent(err) != tt.permanent || !errors.As(err, &ee) || ee.ErrorCode() != tt.code {
+				t.Errorf("Refused(%s) = %v: throttled %v permanent %v", tt.code, err, core.IsThrottled(err), core.IsPermanent(err))
 			}
 		})
 	}

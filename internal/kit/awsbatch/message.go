@@ -31,6 +31,6 @@ func NewMessage[A any](ev *pipe.Event, group param.MessageGroup, maxAttrs int, c
 		return Message[A]{}, err
 	}
 	attrs, attrSize := awsclient.MessageAttributes(ev.Attributes, maxAttrs, conv)
-	body := string(ev.Payload)
+	body := string(ev.RecordJSON)
 	return Message[A]{Body: &body, Attributes: attrs, Group: Opt(g), Dedup: Opt(d), Size: len(body) + attrSize}, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -69,9 +70,9 @@ func TestClassifierMarksThrottledPermanentAndRetryableErrors(t *testing.T) {
 			got := c.Classify(tt.err)
 			kind := "retryable"
 			switch {
-			case pipe.IsThrottled(got):
+			case core.IsThrottled(got):
 				kind = "throttled"
-			case pipe.IsPermanent(got):
+			case core.IsPermanent(got):
 				kind = "permanent"
 			}
 			if kind != tt.want {

@@ -10,6 +10,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -112,7 +113,7 @@ func (c Classifier) isPermanent(err error) bool {
 // the fault of one of its entries rather than of the resource or the
 // caller's rights: it is permanent and its API error code is one of codes.
 func EntrySpecific(err error, codes map[string]bool) bool {
-	if !pipe.IsPermanent(err) {
+	if !core.IsPermanent(err) {
 		return false
 	}
 	var api smithy.APIError

@@ -15,8 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 // isolateAWSEnv leaves the default AWS configuration nothing to find but
@@ -97,7 +96,7 @@ func TestMissingCredentialsSayWhatToSet(t *testing.T) {
 			if !errors.As(err, &ce) {
 				t.Fatalf("GetQueueUrl = %v, want a *CredentialsError", err)
 			}
-			if !pipe.IsPermanent(err) || !pipe.IsPermanent(SQS.Classify(err)) {
+			if !core.IsPermanent(err) || !core.IsPermanent(SQS.Classify(err)) {
 				t.Errorf("%v is not Permanent", err)
 			}
 			for _, want := range []string{"AWS_PROFILE", "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", "IRSA", "instance profile", "dummy keys", "EC2 IMDS"} {

@@ -7,8 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
-
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 func TestSQSClassifierKnowsSQSErrors(t *testing.T) {
@@ -50,9 +49,9 @@ func TestSQSClassifierKnowsSQSErrors(t *testing.T) {
 			got := SQS.Classify(tt.err)
 			kind := "retryable"
 			switch {
-			case pipe.IsThrottled(got):
+			case core.IsThrottled(got):
 				kind = "throttled"
-			case pipe.IsPermanent(got):
+			case core.IsPermanent(got):
 				kind = "permanent"
 			}
 			if kind != tt.want {
@@ -78,7 +77,7 @@ func TestAPermanentHookMarksTypedErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := pipe.IsPermanent(c.Classify(tt.err)); got != tt.permanent {
+			if got := core.IsPermanent(c.Classify(tt.err)); got != tt.permanent {
 				t.Errorf("permanent = %v, want %v", got, tt.permanent)
 			}
 		})

@@ -20,7 +20,7 @@ func TestArrayReadsWhatJSONArrayBuilds(t *testing.T) {
 		return ev
 	}
 	raw := func(p string) *pipe.Event {
-		return &pipe.Event{Message: &pipe.Message{MessageID: p}, Payload: []byte(p)}
+		return &pipe.Event{Message: &pipe.Message{MessageID: p}, RecordJSON: []byte(p)}
 	}
 	tests := []struct {
 		name   string

@@ -8,6 +8,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -159,7 +160,7 @@ func BatchError(out []Outcome, prepFailed bool) error {
 	for _, o := range out {
 		sent = sent || o.Sent
 		entryFailed = entryFailed || o.EntryFailed
-		if o.CallErr != nil && (callErr == nil || pipe.IsThrottled(o.CallErr) && !pipe.IsThrottled(callErr)) {
+		if o.CallErr != nil && (callErr == nil || core.IsThrottled(o.CallErr) && !core.IsThrottled(callErr)) {
 			callErr = o.CallErr
 		}
 	}

@@ -292,7 +292,7 @@ func TestJSONArrayKeepsJSONPayloadsAndQuotesTheOthers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			evs := make([]*pipe.Event, len(tt.payloads))
 			for i, p := range tt.payloads {
-				evs[i] = &pipe.Event{Message: &pipe.Message{MessageID: fmt.Sprint(i)}, Payload: []byte(p)}
+				evs[i] = &pipe.Event{Message: &pipe.Message{MessageID: fmt.Sprint(i)}, RecordJSON: []byte(p)}
 			}
 			if got := string(JSONArray(evs)); got != tt.want {
 				t.Errorf("JSONArray = %s, want %s", got, tt.want)
@@ -307,14 +307,14 @@ func TestJSONArrayTrustsOnlyThePayloadVouchedFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := rec.Message.JSON()
-	vouched := &pipe.Event{Message: &pipe.Message{MessageID: "v"}, Payload: []byte(`{"a":1}`)}
-	vouched.VouchJSON(vouched.Payload)
+	vouched := &pipe.Event{Message: &pipe.Message{MessageID: "v"}, RecordJSON: []byte(`{"a":1}`)}
+	vouched.VouchJSON(vouched.RecordJSON)
 	replaced := &pipe.Event{Message: &pipe.Message{MessageID: "x"}}
 	replaced.VouchJSON([]byte(`{"a":1}`))
-	replaced.Payload = []byte(`not json`)
-	shortened := &pipe.Event{Message: &pipe.Message{MessageID: "s"}, Payload: []byte(`[1,2]`)}
-	shortened.VouchJSON(shortened.Payload)
-	shortened.Payload = shortened.Payload[:3]
+	replaced.RecordJSON = []byte(`not json`)
+	shortened := &pipe.Event{Message: &pipe.Message{MessageID: "s"}, RecordJSON: []byte(`[1,2]`)}
+	shortened.VouchJSON(shortened.RecordJSON)
+	shortened.RecordJSON = shortened.RecordJSON[:3]
 	for _, ev := range []*pipe.Event{rec, vouched} {
 		if !ev.PayloadIsJSON() {
 			t.Errorf("event %s: PayloadIsJSON is false, want true", ev.ID())
@@ -329,7 +329,7 @@ func TestJSONArrayTrustsOnlyThePayloadVouchedFor(t *testing.T) {
 func BenchmarkJSONArrayOfTenPayloads(b *testing.B) {
 	evs := make([]*pipe.Event, 10)
 	for i := range evs {
-		evs[i] = &pipe.Event{Message: &pipe.Message{MessageID: fmt.Sprint(i)}, Payload: []byte(`{"order":12345,"items":[1,2,3]}`)}
+		evs[i] = &pipe.Event{Message: &pipe.Message{MessageID: fmt.Sprint(i)}, RecordJSON: []byte(`{"order":12345,"items":[1,2,3]}`)}
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -28,7 +28,7 @@ func JSONArray(events []*pipe.Event) []byte {
 			b = ev.AppendPayload(b)
 			continue
 		}
-		b = AppendPayload(b, ev.Payload)
+		b = AppendPayload(b, ev.RecordJSON)
 	}
 	return append(b, ']')
 }
@@ -71,7 +71,7 @@ func NewArray(events []*pipe.Event) *Array {
 			a.n += int64(ev.PayloadLen())
 			continue
 		}
-		q := AppendPayload(nil, ev.Payload)
+		q := AppendPayload(nil, ev.RecordJSON)
 		if a.quoted == nil {
 			a.quoted = map[int][]byte{}
 		}

@@ -7,9 +7,11 @@
 package httpcore
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -46,7 +48,53 @@ func Failure(status int, snippet string) error {
 type StatusError struct {
 	// Status is the answer's HTTP status.
 	Status int
-	err    error
+	// RetryAfter is what the answer's Retry-After header asked for, on a
+	// 429 or 503 (0: none, or not readable).
+	RetryAfter time.Duration
+	err        error
+}
+
+// maxRetryAfter is the longest Retry-After honoured: SQS's longest
+// visibility timeout, 12 hours.
+const maxRetryAfter = 12 * time.Hour
+
+// ParseRetryAfter reads a Retry-After header value (RFC 9110 §10.2.3):
+// a number of seconds, or an HTTP date, taken from now. It reports false
+// for a value that is neither; a date in the past is 0, and a delay longer
+// than 12 hours (SQS's longest visibility timeout) is cut to 12 hours.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if v[0] >= '0' && v[0] <= '9' {
+		var secs int64
+		for i := 0; i < len(v); i++ {
+			c := v[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			if secs < int64(maxRetryAfter/time.Second) {
+				secs = secs*10 + int64(c-'0')
+			}
+		}
+		return min(time.Duration(secs)*time.Second, maxRetryAfter), true
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return min(max(at.Sub(now), 0), maxRetryAfter), true
+}
+
+// RetryAfterOf returns the Retry-After of the answer err is the failure
+// of (StatusError.RetryAfter), or 0.
+func RetryAfterOf(err error) time.Duration {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.RetryAfter
+	}
+	return 0
 }
 
 func (e *StatusError) Error() string { return e.err.Error() }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 func TestFailureClassifiesTheStatus(t *testing.T) {
@@ -31,9 +31,9 @@ func TestFailureClassifiesTheStatus(t *testing.T) {
 			err := Failure(tt.status, tt.snippet)
 			kind := "retryable"
 			switch {
-			case pipe.IsThrottled(err):
+			case core.IsThrottled(err):
 				kind = "throttled"
-			case pipe.IsPermanent(err):
+			case core.IsPermanent(err):
 				kind = "permanent"
 			}
 			if kind != tt.wantKind || !strings.Contains(err.Error(), tt.wantText) {

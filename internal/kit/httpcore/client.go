@@ -429,7 +429,14 @@ func (c *Client) answer(reqCtx context.Context, resp *http.Response, read bool) 
 	if status < 200 || status > 299 {
 		buf := make([]byte, snippetRead+1)
 		n, _ := io.ReadFull(resp.Body, buf)
-		return status, nil, Failure(status, c.Snippet(buf[:n]))
+		err := Failure(status, c.Snippet(buf[:n]))
+		if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+			var se *StatusError
+			if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && errors.As(err, &se) {
+				se.RetryAfter = d
+			}
+		}
+		return status, nil, err
 	}
 	if !read {
 		return status, nil, nil

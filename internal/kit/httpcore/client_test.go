@@ -12,16 +12,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/internal/core"
 )
 
 func kindOf(err error) string {
 	switch {
 	case err == nil:
 		return "ok"
-	case pipe.IsThrottled(err):
+	case core.IsThrottled(err):
 		return "throttled"
-	case pipe.IsPermanent(err):
+	case core.IsPermanent(err):
 		return "permanent"
 	default:
 		return "retryable"

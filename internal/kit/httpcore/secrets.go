@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/pipe"
 )
@@ -123,7 +125,7 @@ func (s *Secrets) holds(err error) bool {
 }
 
 // kept are the sentinels a redacted error still matches with errors.Is.
-var kept = []error{pipe.ErrMalformedAnswer, ErrAnswerTooLarge, context.Canceled, context.DeadlineExceeded}
+var kept = []error{partial.ErrMalformedAnswer, ErrAnswerTooLarge, context.Canceled, context.DeadlineExceeded}
 
 // redactedError stands for an error whose text held a secret.
 type redactedError struct {
@@ -162,10 +164,10 @@ func (s *Secrets) Error(err error) error {
 		}
 	}
 	var out error = r
-	if pipe.IsPermanent(err) {
+	if core.IsPermanent(err) {
 		out = pipe.Permanent(out)
 	}
-	if pipe.IsThrottled(err) {
+	if core.IsThrottled(err) {
 		out = pipe.Throttled(out)
 	}
 	return out

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -51,9 +53,9 @@ func TestErrorRedactsTheWholeChainAndKeepsTheClassification(t *testing.T) {
 		err   error
 		check func(error) bool
 	}{
-		{"permanent", fmt.Errorf("delivering: %w", pipe.Permanent(leak)), pipe.IsPermanent},
-		{"throttled", pipe.Throttled(fmt.Errorf("answered 429: %w", leak)), pipe.IsThrottled},
-		{"malformed", fmt.Errorf("%w: id %w", pipe.ErrMalformedAnswer, leak), func(e error) bool { return errors.Is(e, pipe.ErrMalformedAnswer) }},
+		{"permanent", fmt.Errorf("delivering: %w", pipe.Permanent(leak)), core.IsPermanent},
+		{"throttled", pipe.Throttled(fmt.Errorf("answered 429: %w", leak)), core.IsThrottled},
+		{"malformed", fmt.Errorf("%w: id %w", partial.ErrMalformedAnswer, leak), func(e error) bool { return errors.Is(e, partial.ErrMalformedAnswer) }},
 		{"cancelled", fmt.Errorf("cancelled: %w: %w", context.Canceled, leak), func(e error) bool { return errors.Is(e, context.Canceled) }},
 		{"a secret only in a wrapped error's text", &hiding{leak}, func(e error) bool { return true }},
 	}

@@ -8,9 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/pipesproject/pipes/pipe"
 )
 
 // TestDoSendsTheTraceparentOfTheSpanInItsContext sends to a real server and
@@ -91,12 +90,12 @@ func TestFailuresTellTheirHTTPStatus(t *testing.T) {
 		if !errors.As(err, &se) || se.HTTPStatusCode() != 503 {
 			t.Errorf("headers %v: error %v gives no status 503", headers, err)
 		}
-		if pipe.IsPermanent(err) || pipe.IsThrottled(err) {
+		if core.IsPermanent(err) || core.IsThrottled(err) {
 			t.Errorf("a 503 is retryable, got %s", kindOf(err))
 		}
 	}
 	var se interface{ HTTPStatusCode() int }
-	if err := Failure(429, ""); !errors.As(err, &se) || se.HTTPStatusCode() != 429 || !pipe.IsThrottled(err) {
+	if err := Failure(429, ""); !errors.As(err, &se) || se.HTTPStatusCode() != 429 || !core.IsThrottled(err) {
 		t.Errorf("Failure(429) = %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package param
 import (
 	"testing"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -71,7 +72,7 @@ func TestRecordViewSeesTheRecordNotThePayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev.Payload = []byte(`{"c":"transformed"}`)
+	ev.RecordJSON = []byte(`{"c":"transformed"}`)
 	p, err := Parse("x", "$.body.c")
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func TestMessageGroupRendersTheGroupAndTheDeduplicationID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev.Payload = []byte(`{"c":"payload"}`)
+	ev.RecordJSON = []byte(`{"c":"payload"}`)
 	mustParse := func(s string) Param {
 		p, err := Parse("x", s)
 		if err != nil {
@@ -128,7 +129,7 @@ func TestMessageGroupRendersTheGroupAndTheDeduplicationID(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g, d, err := tt.mg.Render(ev)
 			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr || !pipe.IsPermanent(err) {
+				if err == nil || err.Error() != tt.wantErr || !core.IsPermanent(err) {
 					t.Fatalf("Render error = %v, want permanent %q", err, tt.wantErr)
 				}
 				return

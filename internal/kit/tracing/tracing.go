@@ -24,6 +24,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -158,12 +159,12 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 // StartBatch starts a batch's span: a consumer span, a root (the
 // producers' contexts are links, one per message that carries a valid
 // one), named SpanBatch, with the pipe's name and the message count.
-func (p *Provider) StartBatch(ctx context.Context, pipeName string, batch []*pipe.Delivery) (context.Context, pipe.BatchSpan) {
+func (p *Provider) StartBatch(ctx context.Context, pipeName string, batch []*pipe.Message) (context.Context, core.BatchSpan) {
 	var links []trace.Link
-	for _, d := range batch {
-		if sc, ok := producerContext(d.Message); ok {
+	for _, m := range batch {
+		if sc, ok := producerContext(m); ok {
 			links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
-				attribute.String(AttrMessageID, d.Message.MessageID),
+				attribute.String(AttrMessageID, m.MessageID),
 			}})
 		}
 	}
@@ -204,7 +205,7 @@ func (b *batchSpan) Stage(ctx context.Context, name string) (context.Context, fu
 
 // End sets the outcome counts and ends the span; it is an error span when
 // the batch failed whole or any message failed.
-func (b *batchSpan) End(o pipe.BatchOutcome) {
+func (b *batchSpan) End(o core.BatchOutcome) {
 	b.span.SetAttributes(
 		attribute.Int(AttrDelivered, o.Delivered),
 		attribute.Int(AttrFiltered, o.Filtered),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/tracing"
 	"github.com/pipesproject/pipes/internal/kit/tracing/otlptest"
 	"github.com/pipesproject/pipes/pipe"
@@ -23,13 +24,13 @@ func BenchmarkTracedBatchOfTen(b *testing.B) {
 	}
 	defer p.Shutdown(ctx)
 	tp := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	batch := make([]*pipe.Delivery, 10)
+	batch := make([]*pipe.Message, 10)
 	for i := range batch {
 		m := &pipe.Message{MessageID: "m", Attributes: map[string]string{}}
 		if i%2 == 0 {
 			m.MessageAttributes = map[string]pipe.MessageAttribute{"traceparent": {DataType: "String", StringValue: &tp}}
 		}
-		batch[i] = &pipe.Delivery{Message: m}
+		batch[i] = m
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -38,6 +39,6 @@ func BenchmarkTracedBatchOfTen(b *testing.B) {
 			_, end := span.Stage(c, st)
 			end(nil)
 		}
-		span.End(pipe.BatchOutcome{Messages: 10, Delivered: 10})
+		span.End(core.BatchOutcome{Messages: 10, Delivered: 10})
 	}
 }

@@ -1,11 +1,11 @@
-package pipe_test
+package partial_test
 
 import (
 	"errors"
 	"slices"
 	"testing"
 
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/internal/kit/partial"
 )
 
 // partialBatchIDs is the batch the ParseBatchResponse tests answer for.
@@ -73,9 +73,9 @@ func TestParseBatchResponse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := pipe.ParseBatchResponse([]byte(tt.body), inPartialBatch)
+			r, err := partial.ParseBatchResponse([]byte(tt.body), inPartialBatch)
 			if tt.malformed {
-				if !errors.Is(err, pipe.ErrMalformedAnswer) {
+				if !errors.Is(err, partial.ErrMalformedAnswer) {
 					t.Fatalf("error = %v, want one wrapping ErrMalformedAnswer", err)
 				}
 				if len(r.Failures) > 0 {
@@ -116,8 +116,8 @@ func TestParseBatchResponseTrimsOnlyJSONWhiteSpace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := pipe.ParseBatchResponse([]byte(tt.body), inPartialBatch)
-			if !errors.Is(err, pipe.ErrMalformedAnswer) {
+			r, err := partial.ParseBatchResponse([]byte(tt.body), inPartialBatch)
+			if !errors.Is(err, partial.ErrMalformedAnswer) {
 				t.Errorf("ParseBatchResponse(%q) = %v, %v; want an error wrapping ErrMalformedAnswer", tt.body, r, err)
 			}
 		})
@@ -142,9 +142,9 @@ func FuzzParseBatchResponse(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := pipe.ParseBatchResponse(body, inPartialBatch)
+		r, err := partial.ParseBatchResponse(body, inPartialBatch)
 		if err != nil {
-			if !errors.Is(err, pipe.ErrMalformedAnswer) {
+			if !errors.Is(err, partial.ErrMalformedAnswer) {
 				t.Fatalf("error %v does not wrap ErrMalformedAnswer", err)
 			}
 			if len(r.Failures) > 0 {
@@ -183,7 +183,7 @@ func BenchmarkParseBatchResponse(b *testing.B) {
 			body := []byte(bc.body)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := pipe.ParseBatchResponse(body, inBatch); err != nil {
+				if _, err := partial.ParseBatchResponse(body, inBatch); err != nil {
 					b.Fatal(err)
 				}
 			}

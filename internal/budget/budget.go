@@ -1,4 +1,4 @@
-package pipe
+package budget
 
 import (
 	"math"
@@ -18,7 +18,7 @@ type Budget struct {
 }
 
 // NewBudget makes a budget of limit bytes; limit <= 0 means no limit.
-func NewBudget(limit int64) *Budget {
+func New(limit int64) *Budget {
 	return &Budget{limit: limit, changed: make(chan struct{})}
 }
 
