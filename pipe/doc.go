@@ -6,6 +6,11 @@
 //
 // # The path of a message
 //
+//	schedule ──► a receive, when there is room (scheduler.go) and the
+//	      │      receive backoff (recvbackoff.go), the rate limit
+//	      │      (limiter.go), the budget (sizeest.go) and the circuit
+//	      │      breaker (breaker.go) let it       pipe.go: schedule
+//	      ▼
 //	Source.Receive ──► Delivery (settler.track: leased, heartbeated)
 //	      │                 pipe.go: receive
 //	      ▼
@@ -20,7 +25,8 @@
 //	      │   succeeded, filtered ─► Ack
 //	      │   released (stop)     ─► Nak
 //	      │   outage              ─► Defer (a Deferrer source) │ held by the
-//	      │                          pipe, leased, sent again   outage.go
+//	      │                          pipe (held.go), leased, sent
+//	      │                          again                  outage.go
 //	      │   failed              ─► Term (dead-letterable) │ NakWithDelay
 //	      │                          (retry_backoff) │ retry at lease end
 //	      ▼
@@ -123,8 +129,8 @@
 // message that goes through closes the circuit and lets the bisection
 // go on.
 //
-// The circuit breaker (tripLocked) opens after three outage batches in a
-// row: polling pauses and one probe batch goes to the target at 1 s, 2 s,
+// The circuit breaker (breaker.go; the pipe feeds it in tripLocked) opens
+// after three outage batches in a row: polling pauses and one probe batch goes to the target at 1 s, 2 s,
 // … 60 s — a held batch, or, with nothing held (a Deferrer's source), a
 // fresh batch received for it; after a held probe failed, a fresh one when
 // the source has one. Only a probe that the target answered
