@@ -420,16 +420,17 @@ func applyFIFO(batch []*Delivery, v []verdict) map[string]bool {
 // run gives no verb to what would be acked or retried: it stays hidden
 // (heartbeat) until the pipe stops and releases it.
 func (p *Pipe) settleBatch(ctx context.Context, batch []*Delivery, v []verdict, batchErr error, start time.Time, probe bool, h *heldBatch) {
-	s := p.judgeOutages(batch, v, batchErr, start, h)
-	p.giveVerbs(ctx, s)
-	p.reportBatch(ctx, s)
+	s := settling{batch: batch, v: v, err: batchErr, start: start, h: h}
+	p.judgeOutages(&s)
+	p.giveVerbs(ctx, &s)
+	p.reportBatch(ctx, &s)
 	p.mu.Lock()
 	p.sched.inflight--
 	p.tripLocked(s.state, probe, start, firstErr(batchErr, v))
 	if probe {
 		p.circuit.freshProbe = h != nil && p.circuit.open
 	}
-	giveBack := p.placeLocked(ctx, s)
+	giveBack := p.placeLocked(ctx, &s)
 	p.ctl.batchDone(s.state == targetDown, s.throttled)
 	p.mu.Unlock()
 	p.met.deadLettered.Add(float64(s.onWayToDLQ))
@@ -478,20 +479,20 @@ func (s *settling) sawDown() {
 
 // judgeOutages marks a batch's outages, has bisect judge them, and keeps
 // FIFO order.
-func (p *Pipe) judgeOutages(batch []*Delivery, v []verdict, batchErr error, start time.Time, h *heldBatch) *settling {
+func (p *Pipe) judgeOutages(s *settling) {
+	v := s.v
 	for i := range v {
-		v[i].outage = v[i].outcome == FailedRetry && outageOf(batchErr, v[i].stage, v[i].err)
+		v[i].outage = v[i].outcome == FailedRetry && outageOf(s.err, v[i].stage, v[i].err)
 	}
-	s := &settling{batch: batch, v: v, err: batchErr, start: start, h: h, throttled: IsThrottled(batchErr)}
-	if h != nil {
-		s.tries, s.rest = h.tries, h.rest // FIFO bisection: held after this batch
+	s.throttled = IsThrottled(s.err)
+	if s.h != nil {
+		s.tries, s.rest = s.h.tries, s.h.rest // FIFO bisection: held after this batch
 	}
-	split, judged, evidence := p.bisect(batch, v, h)
+	split, judged, evidence := p.bisect(s.batch, v, s.h)
 	s.split, s.noSign = split, judged || split && evidence
 	if p.info.FIFO {
-		s.failedGroups = applyFIFO(batch, v)
+		s.failedGroups = applyFIFO(s.batch, v)
 	}
-	return s
 }
 
 // giveVerbs gives each message its verb, but for the outages, and notes
