@@ -19,18 +19,18 @@ func TestRecvBackoff(t *testing.T) {
 		receives    []receive
 		wantRounds  int
 		wantFailing bool
-		// the pause from the last receive's start, with equal jitter:
-		// in [min, max]
-		min, max time.Duration
+		// the pause from the start of the round's first receive (from),
+		// with equal jitter: in [min, max]
+		from, min, max time.Duration
 	}{
 		{name: "a failure pauses about 200 ms", receives: []receive{{0, 10 * ms, false}},
 			wantRounds: 1, min: 100 * ms, max: 200 * ms},
 		{name: "rounds in a row double the pause", receives: []receive{
 			{0, 10 * ms, false}, {300 * ms, 310 * ms, false}, {800 * ms, 810 * ms, false}},
-			wantRounds: 3, wantFailing: true, min: 400 * ms, max: 800 * ms},
+			wantRounds: 3, wantFailing: true, from: 800 * ms, min: 400 * ms, max: 800 * ms},
 		{name: "receives under way together are one round", receives: []receive{
 			{0, 10 * ms, false}, {0, 11 * ms, false}, {5 * ms, 12 * ms, false}, {9 * ms, 13 * ms, false}},
-			wantRounds: 1, min: 100 * ms, max: 200 * ms},
+			wantRounds: 1, from: 0, min: 100 * ms, max: 200 * ms},
 		{name: "a receive that works ends the rounds", receives: []receive{
 			{0, 10 * ms, false}, {300 * ms, 310 * ms, false}, {800 * ms, 810 * ms, false}, {2 * time.Second, 2*time.Second + 10*ms, true}},
 			wantRounds: 0},
@@ -41,7 +41,7 @@ func TestRecvBackoff(t *testing.T) {
 				rs = append(rs, receive{at, at + ms, false})
 			}
 			return rs
-		}(), wantRounds: 12, wantFailing: true, min: 10 * time.Second, max: 20 * time.Second},
+		}(), wantRounds: 12, wantFailing: true, from: 11 * time.Minute, min: 10 * time.Second, max: 20 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,8 +67,8 @@ func TestRecvBackoff(t *testing.T) {
 			if !errors.Is(b.err, errDown) {
 				t.Errorf("err = %v, want the last receive's", b.err)
 			}
-			if d := b.wait(t0.Add(last.start)); d < tt.min || d > tt.max {
-				t.Errorf("pause %v from the last receive's start, want in [%v, %v]", d, tt.min, tt.max)
+			if d := b.wait(t0.Add(tt.from)); d < tt.min || d > tt.max {
+				t.Errorf("pause %v from the round's start, want in [%v, %v]", d, tt.min, tt.max)
 			}
 		})
 	}
