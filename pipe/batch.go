@@ -438,172 +438,237 @@ func applyFIFO(batch []*delivery, v []verdict) map[string]bool {
 // run gives no verb to what would be acked or retried: it stays hidden
 // (heartbeat) until the pipe stops and releases it.
 func (p *Pipe) settleBatch(ctx context.Context, batch []*delivery, v []verdict, batchErr error, start time.Time, probe bool, h *heldBatch) {
-	for i := range v {
-		v[i].outage = v[i].outcome == outFailedRetry && outageOf(batchErr, v[i].stage, v[i].err)
-	}
-	tries := 0
-	var rest []*delivery // FIFO bisection: held after this batch
-	if h != nil {
-		tries, rest = h.tries, h.rest
-	}
-	split, judged, evidence := p.bisect(batch, v, h)
-	var failedGroups map[string]bool
-	if p.info.FIFO {
-		failedGroups = applyFIFO(batch, v)
-	}
-	items := make([]settle, 0, len(batch))
-	var outages []*delivery
-	acked, failed, onWayToDLQ := 0, 0, 0
-	state := targetUnknown
-	throttled := core.IsThrottled(batchErr)
-	for i, d := range batch {
-		switch v[i].outcome {
-		case outSucceeded:
-			p.met.delivered.Inc()
-			items = append(items, settle{d: d, v: verbAck})
-			acked++
-			state = targetAnswered
-		case outFiltered:
-			p.met.filtered.Inc()
-			items = append(items, settle{d: d, v: verbAck})
-			acked++
-		case outReleased:
-			items = append(items, settle{d: d, v: verbNak})
-		default:
-			failed++
-			err := v[i].err
-			throttled = throttled || core.IsThrottled(err)
-			p.countFailure(v[i].stage)
-			p.exec.itemFailed(ctx, d.Message, v[i].stage, err)
-			if v[i].outage {
-				outages = append(outages, d)
-				if state == targetUnknown {
-					state = targetDown
-				}
-				continue
-			}
-			switch {
-			case v[i].stage != "target" || v[i].judged:
-			case core.IsBatchFailure(v[i].err): // too old to be held again: the call failed whole
-				if state == targetUnknown {
-					state = targetDown
-				}
-			default:
-				state = targetAnswered
-			}
-			switch {
-			case p.deadLetterable(err):
-				items = append(items, settle{d: d, v: verbTerm, reason: atStage(v[i].stage, err)})
-			default:
-				items = append(items, p.failItem(d, err))
-			}
-			if !p.deadLetterable(err) && p.info.MaxReceiveCount > 0 && d.NumDelivered() >= p.info.MaxReceiveCount {
-				onWayToDLQ++ // its last allowed receive failed: the redrive policy moves it
-			}
-		}
-	}
-	if judged || split && evidence {
-		state = targetUnknown // it tells of the batch, not of the target
-	}
-	p.observeBatch(batch, v)
-	p.tapOutcomes(batch, v)
-	switch {
-	case batchErr != nil:
-		p.met.execFailed.Inc()
-		p.exec.batchFailed(ctx, len(batch), batchErr)
-	case failed > 0:
-		p.met.execPartial.Inc()
-	}
-	p.exec.batchDone(ctx, len(batch), acked, failed, time.Since(start))
-
+	s := settling{batch: batch, v: v, err: batchErr, start: start, h: h}
+	p.judgeOutages(&s)
+	p.giveVerbs(ctx, &s)
+	p.reportBatch(ctx, &s)
 	p.mu.Lock()
-	p.inflight--
-	p.tripLocked(state, probe, start, firstErr(batchErr, v))
+	p.sched.inflight--
+	p.tripLocked(s.state, probe, start, firstErr(batchErr, v))
 	if probe {
 		p.circuit.freshProbe = h != nil && p.circuit.open
 	}
-	release := p.stopping || ctx.Err() != nil
-	doneDs := batch
-	var busy []*delivery // FIFO: held, their groups stay busy
-	if len(outages) > 0 {
-		switch {
-		case release:
-			for _, d := range outages {
-				items = append(items, settle{d: d, v: verbNak})
-			}
-		case split:
-			p.splitLocked(outages, rest)
-			busy, rest = outages, nil
-		case p.set.def != nil && !p.info.FIFO && !p.opt.DryRun:
-			// Back about when the next probe goes (the circuit is open),
-			// else after the backoff of a first retry: a copy comes back
-			// as a new delivery, so nothing counts its outages.
-			delay := outageRetry.Delay(tries + 1)
-			if p.circuit.open {
-				delay = max(time.Until(p.circuit.probeAt), breakerProbeMin)
-			}
-			for _, d := range outages {
-				items = append(items, settle{d: d, v: verbDefer, delay: delay})
-			}
-		default:
-			failedAt := start
-			if h != nil {
-				failedAt = h.failedAt
-			}
-			p.holdLocked(outages, tries+1, failedAt, rest)
-			busy, rest = outages, nil
-		}
-	}
-	if len(rest) > 0 { // FIFO bisection: this part is done, what follows goes next
-		g := rest[0].Message.GroupID()
-		switch {
-		case release:
-			for _, d := range rest {
-				items = append(items, settle{d: d, v: verbNak})
-			}
-		case failedGroups[g]: // a verdict in the group: what follows fails with it
-			for _, d := range rest {
-				p.countFailure("fifo")
-				items = append(items, p.failItem(d, nil))
-			}
-		default:
-			p.keepLocked(heldBatch{ds: rest, at: time.Now(), tries: tries, failedAt: h.failedAt})
-			busy = rest
-		}
-	}
-	if p.info.FIFO && len(busy) > 0 { // a held group stays busy: nothing of it overtakes
-		held := map[string]bool{}
-		for _, d := range busy {
-			held[d.Message.GroupID()] = true
-		}
-		doneDs = make([]*delivery, 0, len(batch))
-		for _, d := range batch {
-			if !held[d.Message.GroupID()] {
-				doneDs = append(doneDs, d)
-			}
-		}
-	}
-	if p.opt.DryRun {
-		kept := items[:0]
-		for _, it := range items {
-			if it.v == verbNak && it.delay == 0 {
-				kept = append(kept, it) // released: shutdown
-				continue
-			}
-			p.dryHeld++
-		}
-		items = kept
-	}
-	giveBack := p.batches.done(doneDs, failedGroups)
-	p.ctl.batchDone(state == targetDown, throttled)
+	giveBack := p.placeLocked(ctx, &s)
+	p.ctl.batchDone(s.state == targetDown, s.throttled)
 	p.mu.Unlock()
-	p.met.deadLettered.Add(float64(onWayToDLQ))
-	p.met.observeDeadLettered(onWayToDLQ)
-	for _, d := range giveBack {
-		items = append(items, settle{d: d, v: verbNak})
-	}
-	p.set.finalMany(items)
+	p.met.deadLettered.Add(float64(s.onWayToDLQ))
+	p.met.observeDeadLettered(s.onWayToDLQ)
+	s.nak(giveBack)
+	p.set.finalMany(s.items)
 	p.signal()
+}
+
+// settling is a batch on its way from its verdicts to its verbs
+// (settleBatch).
+type settling struct {
+	batch []*delivery
+	v     []verdict
+	err   error // the batch's whole error
+	start time.Time
+	h     *heldBatch // the held batch it went as; nil: a new batch
+	tries int        // its whole failures in a row, before this one
+	rest  []*delivery
+	// split: bisect splits its outages in halves; noSign: what failed
+	// tells of the batch, not of the target (bisect).
+	split, noSign bool
+	failedGroups  map[string]bool // FIFO: the groups with a verdict
+
+	items                     []settle
+	outages                   []*delivery // no verdict yet: held, deferred or released
+	acked, failed, onWayToDLQ int
+	state                     targetState
+	throttled                 bool
+}
+
+// nak adds a release (Nak, visible at once) of each of ds.
+func (s *settling) nak(ds []*delivery) {
+	for _, d := range ds {
+		s.items = append(s.items, settle{d: d, v: verbNak})
+	}
+}
+
+// saw notes that the target was down, unless it answered for another
+// message.
+func (s *settling) sawDown() {
+	if s.state == targetUnknown {
+		s.state = targetDown
+	}
+}
+
+// judgeOutages marks a batch's outages, has bisect judge them, and keeps
+// FIFO order.
+func (p *Pipe) judgeOutages(s *settling) {
+	v := s.v
+	for i := range v {
+		v[i].outage = v[i].outcome == outFailedRetry && outageOf(s.err, v[i].stage, v[i].err)
+	}
+	s.throttled = core.IsThrottled(s.err)
+	if s.h != nil {
+		s.tries, s.rest = s.h.tries, s.h.rest // FIFO bisection: held after this batch
+	}
+	split, judged, evidence := p.bisect(s.batch, v, s.h)
+	s.split, s.noSign = split, judged || split && evidence
+	if p.info.FIFO {
+		s.failedGroups = applyFIFO(s.batch, v)
+	}
+}
+
+// giveVerbs gives each message its verb, but for the outages, and notes
+// what the batch tells of the target.
+func (p *Pipe) giveVerbs(ctx context.Context, s *settling) {
+	s.items = make([]settle, 0, len(s.batch))
+	for i, d := range s.batch {
+		switch s.v[i].outcome {
+		case outSucceeded:
+			p.met.delivered.Inc()
+			s.items = append(s.items, settle{d: d, v: verbAck})
+			s.acked++
+			s.state = targetAnswered
+		case outFiltered:
+			p.met.filtered.Inc()
+			s.items = append(s.items, settle{d: d, v: verbAck})
+			s.acked++
+		case outReleased:
+			s.items = append(s.items, settle{d: d, v: verbNak})
+		default:
+			p.failedVerb(ctx, s, d, s.v[i])
+		}
+	}
+	if s.noSign {
+		s.state = targetUnknown
+	}
+}
+
+// failedVerb gives a failed message its verb (Term when dead-letterable,
+// else a retry), or sets it aside with the outages.
+func (p *Pipe) failedVerb(ctx context.Context, s *settling, d *delivery, v verdict) {
+	s.failed++
+	s.throttled = s.throttled || core.IsThrottled(v.err)
+	p.countFailure(v.stage)
+	p.exec.itemFailed(ctx, d.Message, v.stage, v.err)
+	if v.outage {
+		s.outages = append(s.outages, d)
+		s.sawDown()
+		return
+	}
+	switch {
+	case v.stage != "target" || v.judged:
+	case core.IsBatchFailure(v.err): // too old to be held again: the call failed whole
+		s.sawDown()
+	default:
+		s.state = targetAnswered
+	}
+	if p.deadLetterable(v.err) {
+		s.items = append(s.items, settle{d: d, v: verbTerm, reason: atStage(v.stage, v.err)})
+		return
+	}
+	s.items = append(s.items, p.failItem(d, v.err))
+	if p.info.MaxReceiveCount > 0 && d.NumDelivered() >= p.info.MaxReceiveCount {
+		s.onWayToDLQ++ // its last allowed receive failed: the redrive policy moves it
+	}
+}
+
+// reportBatch counts and logs how the batch went.
+func (p *Pipe) reportBatch(ctx context.Context, s *settling) {
+	p.observeBatch(s.batch, s.v)
+	p.tapOutcomes(s.batch, s.v)
+	switch {
+	case s.err != nil:
+		p.met.execFailed.Inc()
+		p.exec.batchFailed(ctx, len(s.batch), s.err)
+	case s.failed > 0:
+		p.met.execPartial.Inc()
+	}
+	p.exec.batchDone(ctx, len(s.batch), s.acked, s.failed, time.Since(s.start))
+}
+
+// placeLocked finds the outages and what follows the batch in a FIFO
+// bisection their way, leaves out what a dry run gives no verb, and tells
+// the batcher the batch is done; it returns what the batcher gives back.
+// p.mu is held.
+func (p *Pipe) placeLocked(ctx context.Context, s *settling) []*delivery {
+	release := p.stopping || ctx.Err() != nil
+	busy := p.placeOutagesLocked(s, release)
+	busy = append(busy, p.placeRestLocked(s, release)...)
+	if p.opt.DryRun {
+		s.items = p.dry.keep(s.items)
+	}
+	return p.batches.done(p.doneDeliveries(s.batch, busy), s.failedGroups)
+}
+
+// placeOutagesLocked gives the outages their way: released when
+// stopping, split in halves (bisect), deferred by a Deferrer source, else
+// held. It returns those held: their FIFO groups stay busy. p.mu is held.
+func (p *Pipe) placeOutagesLocked(s *settling, release bool) (busy []*delivery) {
+	switch {
+	case len(s.outages) == 0:
+		return nil
+	case release:
+		s.nak(s.outages)
+		return nil
+	case s.split:
+		p.splitLocked(s.outages, s.rest)
+	case p.set.def != nil && !p.info.FIFO && !p.opt.DryRun:
+		// Back about when the next probe goes (the circuit is open),
+		// else after the backoff of a first retry: a copy comes back
+		// as a new delivery, so nothing counts its outages.
+		delay := p.circuit.deferFor(time.Now(), outageRetry.Delay(s.tries+1))
+		for _, d := range s.outages {
+			s.items = append(s.items, settle{d: d, v: verbDefer, delay: delay})
+		}
+		return nil
+	default:
+		failedAt := s.start
+		if s.h != nil {
+			failedAt = s.h.failedAt
+		}
+		p.holdLocked(s.outages, s.tries+1, failedAt, s.rest)
+	}
+	s.rest = nil // held with them
+	return s.outages
+}
+
+// placeRestLocked gives their way to the messages that follow the batch
+// in its group (FIFO bisection): released when stopping, failed with a
+// verdict in the group, else held to go next. It returns those held.
+// p.mu is held.
+func (p *Pipe) placeRestLocked(s *settling, release bool) (busy []*delivery) {
+	if len(s.rest) == 0 {
+		return nil
+	}
+	switch {
+	case release:
+		s.nak(s.rest)
+	case s.failedGroups[s.rest[0].Message.GroupID()]: // a verdict in the group: what follows fails with it
+		for _, d := range s.rest {
+			p.countFailure("fifo")
+			s.items = append(s.items, p.failItem(d, nil))
+		}
+	default:
+		p.keepLocked(heldBatch{ds: s.rest, at: time.Now(), tries: s.tries, failedAt: s.h.failedAt})
+		return s.rest
+	}
+	return nil
+}
+
+// doneDeliveries is what of batch the batcher is done with: on FIFO, all
+// but the groups with a message held (busy), so that nothing of them
+// overtakes.
+func (p *Pipe) doneDeliveries(batch, busy []*delivery) []*delivery {
+	if !p.info.FIFO || len(busy) == 0 {
+		return batch
+	}
+	held := map[string]bool{}
+	for _, d := range busy {
+		held[d.Message.GroupID()] = true
+	}
+	done := make([]*delivery, 0, len(batch))
+	for _, d := range batch {
+		if !held[d.Message.GroupID()] {
+			done = append(done, d)
+		}
+	}
+	return done
 }
 
 // failItem is the verb of a failure err that is to be retried:
@@ -650,50 +715,23 @@ func firstErr(err error, v []verdict) error {
 	return nil
 }
 
-// tripLocked feeds the circuit breaker what a batch told of the target.
-// It opens after breakerTrips outage batches in a row, and closes only on
-// a probe the target answered: a batch that started before it opened and
-// succeeds after says nothing of the target now.
-// A batch the target answered that started at start is the latest sign
-// that the target works (bisect).
+// tripLocked feeds the circuit breaker what a batch that started at start
+// told of the target (breaker.record), and says what it did: opened,
+// closed (the held batches go first, now) or a failed probe. p.mu is
+// held.
 func (p *Pipe) tripLocked(state targetState, probe bool, start time.Time, err error) {
 	c := &p.circuit
-	if probe {
-		c.probing = false
-	}
-	switch state {
-	case targetUnknown:
-		return // no call: nothing learnt (a probe goes again now)
-	case targetAnswered:
-		c.streak = 0
-		if start.After(c.answeredStart) {
-			c.answeredStart = start
-		}
-		if c.open && probe {
-			c.open, c.err = false, nil
-			p.met.circuitOpen.Set(0)
-			now := time.Now()
-			for i := range c.held {
-				c.held[i].at = now // the target works: they go first, now
-			}
-			p.log.Info("target works again: circuit closed, polling resumes", "held_batches", len(c.held))
-		}
-		return
-	}
-	c.streak++
-	if p.stopping {
-		return
-	}
-	if !c.open && c.streak >= breakerTrips {
-		c.open, c.every, c.err = true, breakerProbeMin, err
-		c.probeAt = time.Now().Add(c.every)
+	now := time.Now()
+	switch c.record(state, probe, start, now, p.stopping, err) {
+	case circuitClosed:
+		p.met.circuitOpen.Set(0)
+		p.held.goNow(now) // the target works: they go first, now
+		p.log.Info("target works again: circuit closed, polling resumes", "held_batches", p.held.count())
+	case circuitOpened:
 		p.met.circuitOpen.Set(1)
 		p.log.Error("target keeps failing: circuit open, polling paused; failed batches are held and probed",
 			"batches_failed_in_a_row", c.streak, "error", err, "next_probe", c.every.String())
-	} else if c.open && probe {
-		c.every = min(c.every*2, breakerProbeMax)
-		c.probeAt = time.Now().Add(c.every)
-		c.err = err
+	case circuitProbeFailed:
 		p.log.Warn("probe batch failed, circuit stays open", "error", err, "next_probe", c.every.String())
 	}
 }

@@ -37,7 +37,7 @@ func (p *Pipe) Status() core.Status {
 		Started: p.started, Stopping: p.stopping, Paused: p.paused,
 		Ready:       ready,
 		CircuitOpen: p.circuit.open,
-		Concurrency: p.conc, MaxConcurrency: p.opt.MaxConcurrency,
-		InFlight: p.inflight, Receiving: p.receiving, Err: err,
+		Concurrency: p.sched.conc, MaxConcurrency: p.opt.MaxConcurrency,
+		InFlight: p.sched.inflight, Receiving: p.sched.receiving, Err: err,
 	}
 }

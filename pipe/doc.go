@@ -38,10 +38,10 @@
 // (internal/kit/partial) — is internal. No internal type is aliased here:
 // an alias would show a name whose documentation an embedder cannot read.
 //
-// Delivery is not exported. nats.go's jetstream hands each Msg, with its
+// delivery is not exported. nats.go's jetstream hands each Msg, with its
 // verbs, to the consumer, who settles it; here nobody but the pipe
 // settles (see "Who settles"), and a target is handed []*Event, so a
-// Delivery would be a type no user can obtain. A target says what becomes
+// delivery would be a type no user can obtain. A target says what becomes
 // of each item in its Result instead: nothing (success), an error (retry
 // by the source's rules), Permanent (dead-letter now), or RetryAfter (try
 // again after d: on SQS a ChangeMessageVisibility to d, on RabbitMQ its
@@ -60,6 +60,11 @@
 //
 // # The path of a message
 //
+//	schedule ──► a receive, when there is room (scheduler.go) and the
+//	      │      receive backoff (recvbackoff.go), the rate limit
+//	      │      (limiter.go), the budget (sizeest.go) and the circuit
+//	      │      breaker (breaker.go) let it       pipe.go: schedule
+//	      ▼
 //	Source.Receive ──► delivery (settler.track: leased, heartbeated)
 //	      │                 pipe.go: receive
 //	      ▼
@@ -74,7 +79,8 @@
 //	      │   succeeded, filtered ─► Ack
 //	      │   released (stop)     ─► Nak
 //	      │   outage              ─► Defer (a Deferrer source) │ held by the
-//	      │                          pipe, leased, sent again   outage.go
+//	      │                          pipe (held.go), leased, sent
+//	      │                          again                  outage.go
 //	      │   failed              ─► Term (dead-letterable) │ NakWithDelay
 //	      │                          (retry_backoff) │ retry at lease end
 //	      ▼
@@ -177,8 +183,8 @@
 // message that goes through closes the circuit and lets the bisection
 // go on.
 //
-// The circuit breaker (tripLocked) opens after three outage batches in a
-// row: polling pauses and one probe batch goes to the target at 1 s, 2 s,
+// The circuit breaker (breaker.go; the pipe feeds it in tripLocked) opens
+// after three outage batches in a row: polling pauses and one probe batch goes to the target at 1 s, 2 s,
 // … 60 s — a held batch, or, with nothing held (a Deferrer's source), a
 // fresh batch received for it; after a held probe failed, a fresh one when
 // the source has one. Only a probe that the target answered

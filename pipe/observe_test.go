@@ -113,13 +113,7 @@ func TestAPausedPipeReceivesNothingAndResumes(t *testing.T) {
 	b := memory.NewBroker()
 	q := newQueue(t, b, "orders", memory.Options{})
 	rec := &recorder{}
-	p, err := pipe.New(pipe.Options{Source: q, Target: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	p := startPipe(t, pipe.Options{Source: q, Target: rec})
 	waitUntil(t, p.Ready)
 	p.Pause()
 	if !p.Status().Paused {
@@ -134,8 +128,5 @@ func TestAPausedPipeReceivesNothingAndResumes(t *testing.T) {
 	}
 	p.Resume()
 	waitUntil(t, func() bool { return q.Stats().Deleted == 5 })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	p.stop(t, time.Minute, "Run did not return")
 }

@@ -85,36 +85,7 @@ func (p *Pipe) keepLocked(h heldBatch) {
 			}
 		}
 	}
-	c := &p.circuit
-	c.held = append(c.held, h)
-	c.heldN += len(h.ds) + len(h.rest)
-}
-
-// takeHeldLocked takes held batch i. p.mu is held.
-func (p *Pipe) takeHeldLocked(i int) heldBatch {
-	c := &p.circuit
-	h := c.held[i]
-	c.held = append(c.held[:i:i], c.held[i+1:]...)
-	c.heldN -= len(h.ds) + len(h.rest)
-	return h
-}
-
-// dueHeldLocked is the index of the held batch due first at now, or -1;
-// next is when the first one not due is. p.mu is held.
-func (p *Pipe) dueHeldLocked(now time.Time) (due int, next time.Time) {
-	due = -1
-	for i, h := range p.circuit.held {
-		if !h.at.After(now) {
-			if due < 0 || h.at.Before(p.circuit.held[due].at) {
-				due = i
-			}
-			continue
-		}
-		if next.IsZero() || h.at.Before(next) {
-			next = h.at
-		}
-	}
-	return due, next
+	p.held.add(h)
 }
 
 // undeferred holds the deliveries a Deferrer kept (it could not defer
@@ -156,22 +127,10 @@ func (p *Pipe) undeferred(ds []*delivery) {
 func (p *Pipe) expireHeld(now time.Time) (next time.Time) {
 	var items []settle
 	p.mu.Lock()
-	c := &p.circuit
 	defer_ := p.set.def != nil && !p.info.FIFO && !p.opt.DryRun && !p.stopping
-	delay := outageRetry.Delay(1)
-	if c.open {
-		delay = max(time.Until(c.probeAt), breakerProbeMin)
-	}
-	for i := 0; i < len(c.held); {
-		h := c.held[i]
-		if h.until.IsZero() || now.Before(h.until) {
-			if !h.until.IsZero() && (next.IsZero() || h.until.Before(next)) {
-				next = h.until
-			}
-			i++
-			continue
-		}
-		p.takeHeldLocked(i)
+	delay := p.circuit.deferFor(time.Now(), outageRetry.Delay(1))
+	expired, next := p.held.takeExpired(now)
+	for _, h := range expired {
 		ds := append(append([]*delivery(nil), h.ds...), h.rest...)
 		groups := map[string]bool{}
 		for _, d := range ds {
@@ -281,7 +240,7 @@ func (p *Pipe) bisect(batch []*delivery, v []verdict, h *heldBatch) (split, judg
 	works := c.answeredStart
 	if c.streak == 0 {
 		for i := range v {
-			if v[i].outage && c.convicted.has(batch[i].Message.MessageID) {
+			if v[i].outage && p.convicted.has(batch[i].Message.MessageID) {
 				v[i].outage, v[i].judged = false, true
 				n--
 				judged = true
@@ -314,7 +273,7 @@ func (p *Pipe) bisect(batch []*delivery, v []verdict, h *heldBatch) (split, judg
 		if v[i].outage {
 			v[i].outage, v[i].judged = false, true
 			p.mu.Lock()
-			c.convicted.add(batch[i].Message.MessageID)
+			p.convicted.add(batch[i].Message.MessageID)
 			p.mu.Unlock()
 		}
 	}

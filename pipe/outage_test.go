@@ -39,14 +39,7 @@ func TestConcurrentReceiveFailuresCountAsOneRound(t *testing.T) {
 	send(t, q, bodies(3000, `{"n":%d}`)...)
 	src := &flakySource{Queue: q}
 	rec := &recorder{}
-	p, err := pipe.New(pipe.Options{Source: src, Target: rec, BatchSize: 10, InitialConcurrency: 5, MaxConcurrency: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	p := startPipe(t, pipe.Options{Source: src, Target: rec, BatchSize: 10, InitialConcurrency: 5, MaxConcurrency: 5})
 	seen := func() int {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()

@@ -35,17 +35,6 @@ const (
 	// drainOpenTimeout is how long --drain keeps trying to open a source
 	// that fails before it gives up with the reason.
 	drainOpenTimeout = 30 * time.Second
-	// dryRunHold caps the messages a dry run keeps hidden: polling pauses
-	// there, so watching a live queue never grows memory without bound.
-	dryRunHold = 10000
-	// Circuit breaker: after breakerTrips batches in a row fail whole with
-	// retryable errors (connection refused, timeouts, 5xx, 429), polling
-	// stops and one probe batch at a time goes to the target, at growing
-	// intervals; only a probe that the target answers closes it again.
-	// Outage batches are never a verdict, open or not (outage.go).
-	breakerTrips    = 3
-	breakerProbeMin = time.Second
-	breakerProbeMax = time.Minute
 )
 
 // Backoff gives a failed item a visibility timeout by receive count:
@@ -159,8 +148,13 @@ type Options struct {
 }
 
 // Pipe moves messages from a source to a target. Create it with New and
-// start it with Run. The pipe keeps the scheduling state only: batches are
-// formed by its batcher and every message is settled by its settler.
+// start it with Run. The pipe ties its parts together under one lock:
+// the scheduler (scheduler.go) counts what is under way, the receive
+// backoff (recvbackoff.go) pauses a failing source, the size estimate
+// (sizeest.go) reserves budget, the circuit breaker (breaker.go) and the
+// held batches (held.go) ride out a target's outage; the rate limiter
+// (limiter.go) has a lock of its own. Batches are formed by its batcher
+// and every message is settled by its settler.
 type Pipe struct {
 	opt  Options
 	log  *slog.Logger
@@ -174,6 +168,7 @@ type Pipe struct {
 	// lazyPayloads: events carry their records not encoded yet (the
 	// target is a PayloadAppender and no stage reads payloads before it).
 	lazyPayloads bool
+	rate         *limiter // nil: no rate limit
 
 	mu          sync.Mutex
 	info        SourceInfo
@@ -181,50 +176,17 @@ type Pipe struct {
 	set         *settler
 	batches     batcher
 	ctl         *controller
-	conc        int
-	inflight    int // batches at the target
-	reserved    int // messages asked for by receives under way
-	receiving   int // receives under way
-	pollers     int // receives that may be under way: grows on full receives, shrinks on empty ones
-	errUntil    time.Time
-	errAt       time.Time // when the last counted receive error came back
-	lastErr     error
-	errCount    int     // receive rounds that failed in a row
-	tokens      float64 // rate limit bucket
-	tokensAt    time.Time
-	avgSize     float64 // running mean of message sizes, for budget reservations
-	sizeSamples int
-	dryHeld     int // dry run: messages kept hidden until the stop
+	sched       scheduler
+	recvBackoff recvBackoff
+	sizes       sizeEstimate
+	dry         dryHold
+	circuit     breaker
+	held        holds
+	convicted   convictions // bisect.go
 	started     bool
 	stopping    bool
 	paused      bool // Pause: no receive starts (control.go)
 	drained     bool
-	circuit     breaker
-}
-
-// breaker is the pipe's circuit breaker on target outages, and the
-// outage batches the pipe holds.
-type breaker struct {
-	streak  int // batches in a row that failed whole with retryable errors
-	open    bool
-	probing bool // a probe batch is at the target
-	// freshProbe: a held batch was the last probe and failed; the next is
-	// a fresh batch when the source has one, so that a held batch that
-	// fails on its own (a poison batch) does not keep the circuit open
-	// and polling paused while the target works for other messages.
-	freshProbe bool
-	every      time.Duration
-	probeAt    time.Time
-	held       []heldBatch // outage batches held, invisible, to go again
-	heldN      int         // messages in held
-	err        error
-	// answeredStart is when the latest-started batch the target answered
-	// started: a batch that failed whole before it is in a target that
-	// works (bisect.go).
-	answeredStart time.Time
-	// convicted are messages found to fail whole on their own while the
-	// target worked (bisect.go), bounded.
-	convicted convictions
 }
 
 // New checks the options and makes a pipe.
@@ -269,6 +231,8 @@ func New(opt Options) (*Pipe, error) {
 		met:          opt.Metrics.forPipe(opt.Name),
 		wake:         make(chan struct{}, 1),
 		abort:        make(chan struct{}),
+		rate:         newLimiter(opt.RateLimit),
+		sched:        scheduler{batchSize: opt.BatchSize},
 	}, nil
 }
 
@@ -289,7 +253,7 @@ func (p *Pipe) Name() string { return p.opt.Name }
 func (p *Pipe) Ready() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.started && !p.stopping && p.errCount < 3 && !p.circuit.open
+	return p.started && !p.stopping && !p.recvBackoff.failing() && !p.circuit.open
 }
 
 // LastError is why the pipe is not ready: the source's last error while it
@@ -298,18 +262,18 @@ func (p *Pipe) Ready() bool {
 func (p *Pipe) LastError() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.lastErr == nil && p.circuit.open {
+	if p.recvBackoff.err == nil && p.circuit.open {
 		return fmt.Errorf("target failing, polling paused (circuit open, next probe in %s): %w",
 			time.Until(p.circuit.probeAt).Round(time.Second), p.circuit.err)
 	}
-	return p.lastErr
+	return p.recvBackoff.err
 }
 
 // Concurrency is the number of batches the pipe may have in flight now.
 func (p *Pipe) Concurrency() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.conc
+	return p.sched.conc
 }
 
 func (p *Pipe) signal() {
@@ -344,16 +308,16 @@ func (p *Pipe) Run(ctx context.Context) error {
 		p.visibility = defaultVisibility
 	}
 	p.ctl = newController(p.opt.InitialConcurrency, p.opt.MaxConcurrency, p.opt.ScaleUpPerMinute, now)
-	p.conc = p.ctl.cur
+	p.sched.conc = p.ctl.cur
 	p.batches = newBatcher(info.FIFO, p.opt.BatchSize)
 	p.set = newSettler(p.settlerConfig(), min(64, max(8, p.opt.MaxConcurrency)))
 	p.started = true
 	p.mu.Unlock()
-	p.met.concurrency.Set(float64(p.conc))
-	p.followConcurrency(p.conc)
+	p.met.concurrency.Set(float64(p.sched.conc))
+	p.followConcurrency(p.sched.conc)
 	p.adviseOnQueue(info)
 	p.log.Info("pipe started", "source", info.ARN, "fifo", info.FIFO, "visibility_timeout", p.visibility.String(),
-		"batch_size", p.opt.BatchSize, "batch_window", p.opt.BatchWindow.String(), "concurrency", p.conc,
+		"batch_size", p.opt.BatchSize, "batch_window", p.opt.BatchWindow.String(), "concurrency", p.sched.conc,
 		"max_concurrency", p.opt.MaxConcurrency)
 
 	// work outlives ctx by up to ShutdownTimeout: in-flight batches and
@@ -366,7 +330,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 	defer cancelRecv()
 	// Receives and batches run on the pipe's long-lived workers, sized
 	// to the concurrency by the scaler (schedule).
-	pool := newWorkers(poolSize(p.conc))
+	pool := newWorkers(poolSize(p.sched.conc))
 	p.schedule(ctx, recv, work, pool)
 	if _, ok := p.opt.Source.(CancelSafe); ok {
 		cancelRecv()
@@ -377,13 +341,13 @@ func (p *Pipe) Run(ctx context.Context) error {
 	p.mu.Lock()
 	p.stopping = true
 	p.batches.closeOpen()
-	held := p.releaseHeldLocked()
+	held := p.held.release()
 	if p.circuit.open {
 		// The target is down: what waits for a batch is given back now
 		// rather than sent to fail.
 		held = append(held, p.batches.drain()...)
 	}
-	polls, inflight := p.receiving, p.inflight
+	polls, inflight := p.sched.receiving, p.sched.inflight
 	p.mu.Unlock()
 	p.giveBack(held)
 	if _, safe := p.opt.Source.(CancelSafe); polls > 0 && !safe {
@@ -406,7 +370,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 		// on the server; what they return now is released at once.
 		for work.Err() == nil {
 			p.mu.Lock()
-			left := p.inflight + p.batches.pending() + p.receiving
+			left := p.sched.inflight + p.batches.pending() + p.sched.receiving
 			p.mu.Unlock()
 			if left == 0 {
 				break
@@ -505,7 +469,7 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 		info, err := o.Open(ctx)
 		if err == nil {
 			p.mu.Lock()
-			p.lastErr = nil
+			p.recvBackoff.err = nil
 			p.mu.Unlock()
 			return info, nil
 		}
@@ -522,7 +486,7 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 			return SourceInfo{}, fmt.Errorf("opening the source: %w", err)
 		}
 		p.mu.Lock()
-		p.lastErr = err
+		p.recvBackoff.err = err
 		p.mu.Unlock()
 		if msg := err.Error(); msg != last {
 			last = msg
@@ -560,140 +524,149 @@ func poolSize(c int) int { return 2*c + 1 }
 
 // schedule runs the polling loop until poll is done or, with Drain, until
 // the source is empty. Receives and batches run on pool under work, which
-// outlives poll; the caller waits for them.
+// outlives poll; the caller waits for them. Each round starts the batches
+// and the receives there is room for, then waits for what may make more
+// room: a signal (a receive or a batch returned), the scaler's tick, or
+// whatever held a receive or a batch back.
 func (p *Pipe) schedule(poll, recv, work context.Context, pool *workers) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	dryFull := false
 	for {
 		capAt := p.expireHeld(time.Now()) // before they would go again
 		p.dispatch(work, pool)
-		var budgetWait <-chan struct{}
-		var errWait, rateWait, probeWait, heldWait, capWait <-chan time.Time
-		p.mu.Lock()
-		if p.opt.DryRun && p.dryHeld >= dryRunHold && !dryFull {
-			dryFull = true
-			if p.opt.Drain {
-				p.drained = true
-			}
-			p.mu.Unlock()
-			p.log.Warn("the dry run keeps as many messages hidden as it may; polling pauses until the stop releases them", "held", dryRunHold)
-			p.mu.Lock()
-		}
-		if p.opt.Drain && p.drained {
-			p.mu.Unlock()
+		w, drained := p.poll(recv, pool, capAt)
+		if drained {
 			return
 		}
-		if p.circuit.open && !p.circuit.probing {
-			if d := time.Until(p.circuit.probeAt); d > 0 {
-				probeWait = time.After(d)
-			} // else a probe's receive is under way: its return wakes the loop
-		}
-		if !p.circuit.open && len(p.circuit.held) > 0 {
-			if _, next := p.dueHeldLocked(time.Now()); !next.IsZero() {
-				heldWait = time.After(time.Until(next))
-			}
-		}
-		if !capAt.IsZero() {
-			capWait = time.After(time.Until(capAt))
-		}
-		for {
-			want := p.pollersLocked()
-			room := p.roomLocked()
-			if p.receiving >= want || room <= 0 {
-				break
-			}
-			if d := time.Until(p.errUntil); d > 0 {
-				errWait = time.After(d)
-				break
-			}
-			n := min(MaxReceive, room)
-			if p.opt.RateLimit > 0 {
-				// Receive a full call's worth at a time (up to a second of
-				// tokens), pacing the calls rather than shrinking them: a
-				// receive of one message costs as much as one of ten.
-				need := min(n, max(1, int(p.opt.RateLimit)))
-				avail := p.takeTokensLocked(n, need)
-				if avail < need {
-					rateWait = time.After(time.Duration((float64(need) - p.tokens) / p.opt.RateLimit * float64(time.Second)))
-					break
-				}
-				n = avail
-			}
-			var est int64
-			if p.opt.Budget.Limit() > 0 {
-				ok, ch := p.sizeSamples > 0 || p.receiving == 0, (<-chan struct{})(nil)
-				if ok { // else the first receive tells how large messages are
-					est = int64(n) * max(int64(p.avgSize), 256)
-					ok, ch = p.opt.Budget.Reserve(est)
-				}
-				if !ok {
-					budgetWait = ch
-					if p.opt.RateLimit > 0 {
-						p.tokens += float64(n) // not received: not spent
-					}
-					break
-				}
-			}
-			p.receiving++
-			p.reserved += n
-			pool.run(func() { p.receive(recv, n, est) })
-		}
-		p.mu.Unlock()
 		select {
 		case <-poll.Done():
 			return
 		case <-p.wake:
-		case <-budgetWait:
-		case <-errWait:
-		case <-rateWait:
-		case <-probeWait:
-		case <-heldWait:
-		case <-capWait:
+		case <-w.budget:
+		case <-w.errs:
+		case <-w.rate:
+		case <-w.probe:
+		case <-w.held:
+		case <-w.holdCap:
 		case now := <-tick.C:
-			p.mu.Lock()
-			c, reason := p.ctl.tick(now)
-			before := p.conc
-			p.conc = c
-			p.mu.Unlock()
-			if reason != "" {
-				pool.setLimit(poolSize(c))
-				p.followConcurrency(c)
-				p.met.concurrency.Set(float64(c))
-				p.observeScaled(before, c, reason)
-				p.log.Info("concurrency changed", "from", before, "to", c, "reason", reason)
-			}
+			p.rescale(now, pool)
 		}
 	}
 }
 
-// takeTokensLocked takes up to n whole tokens from the rate limit bucket
-// when at least need are there, and returns how many it took (0 when fewer
-// than need are there).
-func (p *Pipe) takeTokensLocked(n, need int) int {
-	now := time.Now()
-	burst := max(p.opt.RateLimit, MaxReceive)
-	if p.tokensAt.IsZero() {
-		p.tokens = burst
-	} else {
-		p.tokens = min(burst, p.tokens+now.Sub(p.tokensAt).Seconds()*p.opt.RateLimit)
-	}
-	p.tokensAt = now
-	took := min(n, int(p.tokens))
-	if took < need {
-		return 0
-	}
-	p.tokens -= float64(took)
-	return took
+// wakeups are what the polling loop waits for besides a signal and the
+// scaler's tick: whatever held a receive or a held batch back (nil: not
+// that).
+type wakeups struct {
+	budget  <-chan struct{}  // the budget has room again
+	errs    <-chan time.Time // the receive backoff is over
+	rate    <-chan time.Time // the rate limit has the tokens
+	probe   <-chan time.Time // the next probe of an open circuit is due
+	held    <-chan time.Time // a held batch is due
+	holdCap <-chan time.Time // a held batch reaches its HoldLimiter's limit
 }
 
-// pollersLocked is how many receives may be under way. It starts at one
-// and doubles with every full receive (a backlog), up to one per free batch
-// slot; a receive that comes back short keeps it, an empty one halves it.
-// So an idle pipe long-polls with a single receive (3 calls a minute) and
-// one message arriving does not wake a hundred pollers.
-func (p *Pipe) pollersLocked() int {
-	return max(1, min(p.pollers, p.conc))
+// poll starts the receives there is room for and returns what to wait
+// for next; drained: a drain is over.
+func (p *Pipe) poll(recv context.Context, pool *workers, capAt time.Time) (w wakeups, drained bool) {
+	p.mu.Lock()
+	full := p.opt.DryRun && p.dry.filled()
+	if full && p.opt.Drain {
+		p.drained = true
+	}
+	drained = p.opt.Drain && p.drained
+	if !drained {
+		w = p.outageWakeupsLocked(time.Now(), capAt)
+		p.startReceivesLocked(recv, pool, &w)
+	}
+	p.mu.Unlock()
+	if full {
+		p.log.Warn("the dry run keeps as many messages hidden as it may; polling pauses until the stop releases them", "held", dryRunHold)
+	}
+	return w, drained
+}
+
+// outageWakeupsLocked is when the next probe, the next held batch and the
+// next HoldLimiter's limit (capAt, zero: none) are due. p.mu is held.
+func (p *Pipe) outageWakeupsLocked(now, capAt time.Time) (w wakeups) {
+	if d := p.circuit.probeWait(now); d > 0 {
+		w.probe = time.After(d)
+	} // else a probe's receive is under way: its return wakes the loop
+	if !p.circuit.open && p.held.count() > 0 {
+		if _, next := p.held.due(now); !next.IsZero() {
+			w.held = time.After(next.Sub(now))
+		}
+	}
+	if !capAt.IsZero() {
+		w.holdCap = time.After(capAt.Sub(now))
+	}
+	return w
+}
+
+// startReceivesLocked starts receives while the pollers and the room let
+// it, and the receive backoff, the rate limit and the budget do not hold
+// them back; it notes in w what held the next one back. p.mu is held.
+func (p *Pipe) startReceivesLocked(recv context.Context, pool *workers, w *wakeups) {
+	for p.sched.canReceive() {
+		room := p.roomLocked()
+		if room <= 0 {
+			return
+		}
+		now := time.Now()
+		if d := p.recvBackoff.wait(now); d > 0 {
+			w.errs = time.After(d)
+			return
+		}
+		n := min(MaxReceive, room)
+		n, wait := p.rate.take(now, n, p.rate.need(n))
+		if n == 0 {
+			w.rate = time.After(wait)
+			return
+		}
+		est, ok := p.reserveLocked(n, w)
+		if !ok {
+			p.rate.giveBack(now, n) // not received: not spent
+			return
+		}
+		p.sched.startReceive(n)
+		pool.run(func() { p.receive(recv, n, est) })
+	}
+}
+
+// reserveLocked reserves the budget of a receive of n messages, and
+// returns the bytes reserved; when the budget is full, false, and w says
+// when it has room. The first receive goes alone: it tells how large
+// messages are. p.mu is held.
+func (p *Pipe) reserveLocked(n int, w *wakeups) (int64, bool) {
+	if p.opt.Budget.Limit() <= 0 {
+		return 0, true
+	}
+	if !p.sizes.known() && p.sched.receiving > 0 {
+		return 0, false // its return signals
+	}
+	est := p.sizes.reserve(n)
+	ok, ch := p.opt.Budget.Reserve(est)
+	if !ok {
+		w.budget = ch
+	}
+	return est, ok
+}
+
+// rescale applies the scaling controller's tick at now.
+func (p *Pipe) rescale(now time.Time, pool *workers) {
+	p.mu.Lock()
+	c, reason := p.ctl.tick(now)
+	before := p.sched.conc
+	p.sched.conc = c
+	p.mu.Unlock()
+	if reason == "" {
+		return
+	}
+	pool.setLimit(poolSize(c))
+	p.followConcurrency(c)
+	p.met.concurrency.Set(float64(c))
+	p.observeScaled(before, c, reason)
+	p.log.Info("concurrency changed", "from", before, "to", c, "reason", reason)
 }
 
 // roomLocked is how many more messages may be received now: those that can
@@ -707,22 +680,56 @@ func (p *Pipe) roomLocked() int {
 		return 0
 	}
 	if c := &p.circuit; c.open {
-		if c.probing || len(c.held) > 0 && !c.freshProbe || p.batches.pending() > 0 || time.Now().Before(c.probeAt) {
+		if !c.probeDue(time.Now()) || p.held.count() > 0 && !c.freshProbe || p.batches.pending() > 0 {
 			return 0
 		}
-		return p.opt.BatchSize - p.reserved
+		return p.sched.probeRoom()
 	}
-	room := (p.conc-p.inflight)*p.opt.BatchSize - p.batches.pending() - p.reserved - p.circuit.heldN
+	room := p.sched.room(p.batches.pending(), p.held.n)
 	if p.opt.DryRun {
-		room = min(room, dryRunHold-p.set.tracked()-p.reserved)
+		room = min(room, dryRunHold-p.set.tracked()-p.sched.reserved)
 	}
 	return room
 }
 
+// receive takes up to n messages from the source (reservedBytes of
+// budget reserved for them), tracks them in the settler and hands them to
+// the batcher; a failure pauses the receives (recvBackoff).
 func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 	// The visibility timeout runs from the request, not from the answer.
 	now := time.Now()
 	msgs, err := p.opt.Source.Receive(ctx, n)
+	ds, got := p.track(msgs, now)
+	p.mu.Lock()
+	defer p.signal()
+	defer p.mu.Unlock()
+	p.sched.receiveDone(n)
+	p.rate.giveBack(time.Now(), n-len(msgs)) // what was not received is not spent
+	p.opt.Budget.Settle(reservedBytes, int64(got))
+	if err != nil {
+		p.receiveFailedLocked(ctx, now, err)
+		return
+	}
+	p.recvBackoff.succeeded()
+	if p.stopping && len(ds) > 0 {
+		// Received after the pipe was told to stop: give them back.
+		p.mu.Unlock()
+		p.giveBack(ds)
+		p.mu.Lock()
+		return
+	}
+	p.ctl.received(len(msgs), n)
+	p.sched.received(len(msgs), n)
+	if len(msgs) == 0 {
+		p.receivedNothingLocked(ctx)
+		return
+	}
+	p.batchLocked(ds, now, got)
+}
+
+// track has the settler track msgs, received at now, and returns their
+// deliveries and their size in all.
+func (p *Pipe) track(msgs []*Message, now time.Time) ([]*delivery, int) {
 	got := 0
 	ds := make([]*delivery, len(msgs))
 	for i, m := range msgs {
@@ -732,66 +739,49 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 	}
 	p.met.inflight.Add(float64(len(msgs)))
 	p.met.inflightBytes.Add(float64(got))
+	return ds, got
+}
+
+// receiveFailedLocked notes a receive that started at start and failed
+// with err, unless the stop cut it (ctx done). p.mu is held; it is let go
+// while logging.
+func (p *Pipe) receiveFailedLocked(ctx context.Context, start time.Time, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	d := p.recvBackoff.failed(start, time.Now(), err).Round(time.Millisecond)
+	p.mu.Unlock()
+	p.log.Error("receiving from the source failed", "error", err, "retry_in", d.String())
 	p.mu.Lock()
-	defer p.signal()
-	defer p.mu.Unlock()
-	p.receiving--
-	p.reserved -= n
-	if p.opt.RateLimit > 0 {
-		p.tokens += float64(n - len(msgs)) // what was not received is not spent
-	}
-	p.opt.Budget.Settle(reservedBytes, int64(got))
-	if err != nil {
-		if ctx.Err() != nil {
-			return
-		}
-		p.lastErr = err
-		// Receives under way together fail together (a lost connection):
-		// one that started before the last counted failure came back is
-		// of the same round, and does not grow the backoff again — else
-		// five pollers turn a short outage into a 20 s stall.
-		if !now.Before(p.errAt) {
-			p.errCount++
-			p.errAt = time.Now()
-			d := backoff.Exponential{Base: 200 * time.Millisecond, Max: 20 * time.Second, Jitter: backoff.Equal}.Delay(p.errCount)
-			p.errUntil = now.Add(d)
-		}
-		d := max(time.Until(p.errUntil), 0).Round(time.Millisecond)
-		p.mu.Unlock()
-		p.log.Error("receiving from the source failed", "error", err, "retry_in", d.String())
-		p.mu.Lock()
+}
+
+// receivedNothingLocked notes an empty receive; with Drain, the pipe is
+// drained when nothing is under way and the source says it is empty.
+// p.mu is held; it is let go while asking the source.
+func (p *Pipe) receivedNothingLocked(ctx context.Context) {
+	p.met.emptyReceives.Inc()
+	p.circuit.freshProbe = false // nothing fresh to probe with: a held batch is the probe
+	if !p.opt.Drain || !p.quietLocked() {
 		return
 	}
-	p.errCount = 0
-	p.lastErr = nil
-	if p.stopping && len(ds) > 0 {
-		// Received after the pipe was told to stop: give them back.
-		p.mu.Unlock()
-		p.giveBack(ds)
-		p.mu.Lock()
-		return
+	p.mu.Unlock()
+	empty := p.opt.DryRun || p.sourceEmpty(ctx)
+	p.mu.Lock()
+	if empty && p.quietLocked() {
+		p.drained = true
 	}
-	p.ctl.received(len(msgs), n)
-	switch {
-	case len(msgs) == 0:
-		p.pollers = max(1, p.pollers/2)
-	case len(msgs) >= n:
-		p.pollers = min(max(1, p.pollers)*2, p.conc)
-	}
-	if len(msgs) == 0 {
-		p.met.emptyReceives.Inc()
-		p.circuit.freshProbe = false // nothing fresh to probe with: a held batch is the probe
-		if p.opt.Drain && p.inflight == 0 && p.batches.pending() == 0 && p.receiving == 0 && p.circuit.heldN == 0 {
-			p.mu.Unlock()
-			empty := p.opt.DryRun || p.sourceEmpty(ctx)
-			p.mu.Lock()
-			if empty && p.inflight == 0 && p.batches.pending() == 0 && p.receiving == 0 && p.circuit.heldN == 0 {
-				p.drained = true
-			}
-		}
-		return
-	}
-	p.met.received.Add(float64(len(msgs)))
+}
+
+// quietLocked reports whether nothing is under way, waiting or held.
+// p.mu is held.
+func (p *Pipe) quietLocked() bool {
+	return p.sched.idle(p.batches.pending()) && p.held.n == 0
+}
+
+// batchLocked hands the deliveries of a receive at now (got bytes in
+// all) to the batcher. p.mu is held.
+func (p *Pipe) batchLocked(ds []*delivery, now time.Time, got int) {
+	p.met.received.Add(float64(len(ds)))
 	p.observeReceived(ds)
 	for _, d := range ds {
 		if ts, err := strconv.ParseInt(d.Message.Attributes[AttrSentTimestamp], 10, 64); err == nil {
@@ -806,13 +796,7 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 			})
 		}
 	}
-	p.sizeSamples++
-	avg := float64(got) / float64(len(msgs))
-	if p.sizeSamples == 1 {
-		p.avgSize = avg
-	} else {
-		p.avgSize = 0.8*p.avgSize + 0.2*avg
-	}
+	p.sizes.add(len(ds), got)
 	if p.opt.BatchWindow <= 0 {
 		p.batches.closeOpen()
 	}
@@ -837,59 +821,61 @@ func (p *Pipe) sourceEmpty(ctx context.Context) bool {
 func (p *Pipe) dispatch(ctx context.Context, pool *workers) {
 	for {
 		p.mu.Lock()
-		if p.inflight >= p.conc {
+		if !p.sched.slotFree() {
 			p.mu.Unlock()
 			return
 		}
 		var b []*delivery
 		var held *heldBatch
-		probe := false
-		switch {
-		case p.circuit.open && !p.stopping:
-			if p.circuit.probing || time.Now().Before(p.circuit.probeAt) {
-				p.mu.Unlock()
-				return
+		probe := p.circuit.open && !p.stopping
+		if probe {
+			if b, held = p.probeBatchLocked(); b != nil {
+				p.circuit.probing = true
 			}
-			if p.circuit.freshProbe { // after a held probe failed: a fresh one, when one comes
-				if p.batches.pending() == 0 {
-					p.mu.Unlock()
-					return // its receive is under way, or comes back empty
-				}
-				b = p.batches.next() // nil when its groups are held (FIFO)
-			}
-			if b == nil && len(p.circuit.held) > 0 {
-				h := p.takeHeldLocked(0)
-				b, held = h.ds, &h
-			} else if b == nil {
-				b = p.batches.next()
-			}
-			probe = b != nil
-			p.circuit.probing = probe
-		default:
-			if i, _ := p.dueHeldLocked(time.Now()); i >= 0 {
-				h := p.takeHeldLocked(i)
-				b, held = h.ds, &h
-			} else {
-				b = p.batches.next()
-			}
+		} else {
+			b, held = p.nextBatchLocked()
 		}
 		if b == nil {
 			p.mu.Unlock()
 			return
 		}
-		p.inflight++
+		p.sched.inflight++
 		p.mu.Unlock()
 		pool.run(func() { p.runBatch(ctx, b, probe, held) })
 	}
 }
 
-// releaseHeldLocked takes the outage batches the pipe holds.
-func (p *Pipe) releaseHeldLocked() []*delivery {
-	var out []*delivery
-	for _, h := range p.circuit.held {
-		out = append(out, h.ds...)
-		out = append(out, h.rest...)
+// nextBatchLocked is the batch to start next: a held batch that is due,
+// else a new one; nil when none. p.mu is held.
+func (p *Pipe) nextBatchLocked() ([]*delivery, *heldBatch) {
+	if i, _ := p.held.due(time.Now()); i >= 0 {
+		h := p.held.take(i)
+		return h.ds, &h
 	}
-	p.circuit.held, p.circuit.heldN = nil, 0
-	return out
+	return p.batches.next(), nil
+}
+
+// probeBatchLocked is the probe of an open circuit when one is due: a
+// held batch, else a new one — after a held probe failed, a fresh one
+// when one comes; nil when none. p.mu is held.
+func (p *Pipe) probeBatchLocked() ([]*delivery, *heldBatch) {
+	c := &p.circuit
+	if !c.probeDue(time.Now()) {
+		return nil, nil
+	}
+	var b []*delivery
+	if c.freshProbe {
+		if p.batches.pending() == 0 {
+			return nil, nil // its receive is under way, or comes back empty
+		}
+		b = p.batches.next() // nil when its groups are held (FIFO)
+	}
+	if b == nil && p.held.count() > 0 {
+		h := p.held.take(0)
+		return h.ds, &h
+	}
+	if b == nil {
+		b = p.batches.next()
+	}
+	return b, nil
 }

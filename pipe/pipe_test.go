@@ -299,24 +299,10 @@ func TestShutdownReleasesUnfinishedMessagesAtOnce(t *testing.T) {
 		<-ctx.Done() // a target that never finishes on its own
 		return pipe.Result{}, ctx.Err()
 	})
-	p, err := pipe.New(pipe.Options{Source: q, Target: target, ShutdownTimeout: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
+	p := startPipe(t, pipe.Options{Source: q, Target: target, ShutdownTimeout: 200 * time.Millisecond})
 	<-started
 	time.Sleep(100 * time.Millisecond)
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after the shutdown timeout")
-	}
+	p.stop(t, 5*time.Second, "Run did not return after the shutdown timeout")
 	st := q.Stats()
 	if st.Visible != 30 || st.InFlight != 0 || st.Deleted != 0 {
 		t.Fatalf("after shutdown: %+v, want all 30 visible again at once", st)
@@ -557,24 +543,10 @@ func TestDeadLetterTarget(t *testing.T) {
 				}
 				return res, nil
 			})
-			p, err := pipe.New(pipe.Options{Name: "orders", Source: q, Target: target, DeadLetter: dlq, DeadLetterOnExhausted: tt.onExhausted})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error)
-			go func() { done <- p.Run(ctx) }()
+			p := startPipe(t, pipe.Options{Name: "orders", Source: q, Target: target, DeadLetter: dlq, DeadLetterOnExhausted: tt.onExhausted})
 			waitUntil(t, func() bool { st := q.Stats(); return st.Deleted+int64(st.InFlight+st.Visible) >= 2 && st.Deleted >= 1 })
 			time.Sleep(300 * time.Millisecond)
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(40 * time.Second):
-				t.Fatal("the pipe did not stop after a dead-letter target failed (defect 2: a panic leaked the batch)")
-			}
+			p.stop(t, 40*time.Second, "the pipe did not stop after a dead-letter target failed (defect 2: a panic leaked the batch)")
 			st := q.Stats()
 			switch {
 			case tt.wantDead:
@@ -613,7 +585,9 @@ func TestDeadLetterTarget(t *testing.T) {
 
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// Generous: a failure's bound, not a timed assertion (a dry run of
+	// 10,000 messages took 11 s under -race on a loaded 2-core machine).
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out")
@@ -651,24 +625,10 @@ func TestSIGTERMWithAThousandBatchesInFlightReleasesEverythingWithinTheTimeout(t
 			return pipe.Result{}, ctx.Err()
 		}
 	})
-	p, err := pipe.New(pipe.Options{Source: q, Target: target, InitialConcurrency: batches, MaxConcurrency: batches, ShutdownTimeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
+	p := startPipe(t, pipe.Options{Source: q, Target: target, InitialConcurrency: batches, MaxConcurrency: batches, ShutdownTimeout: 100 * time.Millisecond})
 	waitUntil(t, func() bool { return p.Concurrency() == batches && int(started.Load()) >= batches*9/10 })
 	stop := time.Now()
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return")
-	}
+	p.stop(t, 10*time.Second, "Run did not return")
 	took := time.Since(stop)
 	st := q.Stats()
 	if st.InFlight != 0 {
@@ -730,14 +690,7 @@ func TestOneMessageOnAnIdlePipeDoesNotWakeEveryPoller(t *testing.T) {
 	q := newQueue(t, b, "orders", memory.Options{WaitTime: 300 * time.Millisecond})
 	src := &countingSource{Queue: q}
 	rec := &recorder{}
-	p, err := pipe.New(pipe.Options{Source: src, Target: rec, InitialConcurrency: 100, MaxConcurrency: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	startPipe(t, pipe.Options{Source: src, Target: rec, InitialConcurrency: 100, MaxConcurrency: 100})
 	time.Sleep(700 * time.Millisecond) // idle: one long poll at a time
 	idle := src.calls.Load()
 	if idle > 4 {

@@ -31,23 +31,9 @@ func TestShutdownTimeoutIsEnforcedOnATargetThatIgnoresCancellation(t *testing.T)
 		return pipe.Result{}, nil
 	})
 	metrics := pipe.NewMetrics(nil)
-	p, err := pipe.New(pipe.Options{Source: q, Target: target, ShutdownTimeout: 300 * time.Millisecond, Metrics: metrics})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
+	p := startPipe(t, pipe.Options{Source: q, Target: target, ShutdownTimeout: 300 * time.Millisecond, Metrics: metrics})
 	<-started
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run waited for a target that ignores its context")
-	}
+	p.stop(t, 20*time.Second, "Run waited for a target that ignores its context")
 	if st := q.Stats(); st.Visible != 10 || st.Deleted != 0 {
 		t.Fatalf("after the stop: %+v, want all 10 released", st)
 	}
@@ -70,22 +56,12 @@ func TestAbortCutsTheStopShort(t *testing.T) {
 		<-ctx.Done()
 		return pipe.Result{}, ctx.Err()
 	})
-	p, err := pipe.New(pipe.Options{Source: q, Target: target, ShutdownTimeout: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
+	p := startPipe(t, pipe.Options{Source: q, Target: target, ShutdownTimeout: time.Hour})
 	<-started
-	cancel()
+	p.cancel()
 	time.Sleep(50 * time.Millisecond)
 	p.Abort()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not return after Abort")
-	}
+	p.wait(t, 20*time.Second, "Run did not return after Abort")
 	if st := q.Stats(); st.Visible != 5 {
 		t.Fatalf("after Abort: %+v, want all 5 released", st)
 	}
@@ -97,20 +73,12 @@ func TestAStoppingPipeGivesEveryByteBackToTheBudget(t *testing.T) {
 	b := memory.NewBroker()
 	q := newQueue(t, b, "orders", memory.Options{WaitTime: 2 * time.Second})
 	budget := budget.New(1 << 20)
-	p, err := pipe.New(pipe.Options{Source: q, Target: &recorder{}, Budget: budget, InitialConcurrency: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
+	p := startPipe(t, pipe.Options{Source: q, Target: &recorder{}, Budget: budget, InitialConcurrency: 5})
 	waitUntil(t, p.Ready)
 	time.Sleep(100 * time.Millisecond) // the receive is long-polling
-	cancel()
+	p.cancel()
 	send(t, q, bodies(3, `{"late":%d}`)...) // taken by the poll under way
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	p.wait(t, time.Minute, "Run did not return")
 	if u := budget.Used(); u != 0 {
 		t.Fatalf("the budget holds %d bytes after the pipe stopped, want 0", u)
 	}
@@ -179,12 +147,7 @@ func TestATargetOutageBurnsNoReceiveCount(t *testing.T) {
 		return pipe.Result{}, nil
 	})
 	metrics := pipe.NewMetrics(nil)
-	p, err := pipe.New(pipe.Options{Name: "orders", Source: drainable{q}, Target: target, Metrics: metrics, Drain: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error)
-	go func() { done <- p.Run(context.Background()) }()
+	p := startPipe(t, pipe.Options{Name: "orders", Source: drainable{q}, Target: target, Metrics: metrics, Drain: true})
 	// 4 s of outage: 20 visibility timeouts, enough to dead-letter
 	// everything 6 times over without the breaker.
 	waitUntil(t, func() bool { return testutil.ToFloat64(metrics.CircuitOpen.WithLabelValues("orders")) == 1 })
@@ -196,14 +159,7 @@ func TestATargetOutageBurnsNoReceiveCount(t *testing.T) {
 		t.Errorf("%d target calls in the outage, want a few probes", n)
 	}
 	down.Store(false)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the pipe did not drain after the target came back")
-	}
+	p.wait(t, 60*time.Second, "the pipe did not drain after the target came back")
 	dlq, _ := b.Lookup("orders-dlq")
 	if n := len(dlq.Snapshot()); n != 0 {
 		t.Fatalf("%d messages dead-lettered by a target outage, want 0", n)
@@ -242,23 +198,14 @@ func TestADryRunHoldsABoundedNumberOfMessages(t *testing.T) {
 	for i := 0; i < n; i += 100 {
 		send(t, q, bodies(100, `{"n":%d}`)...)
 	}
-	p, err := pipe.New(pipe.Options{Source: q, Target: &recorder{}, DryRun: true, InitialConcurrency: 50, MaxConcurrency: 50})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
+	p := startPipe(t, pipe.Options{Source: q, Target: &recorder{}, DryRun: true, InitialConcurrency: 50, MaxConcurrency: 50})
 	waitUntil(t, func() bool { return q.Stats().InFlight >= 10_000 })
 	time.Sleep(300 * time.Millisecond)
 	st := q.Stats()
 	if st.InFlight > 10_000+pipe.MaxReceive || int(st.Received) > 10_000+pipe.MaxReceive {
 		t.Fatalf("the dry run holds %d messages (%d received), want at most 10,000 and one receive", st.InFlight, st.Received)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	p.stop(t, time.Minute, "Run did not return")
 	if st := q.Stats(); st.Visible != n || st.Deleted != 0 {
 		t.Fatalf("after the dry run: %+v, want all %d visible and none deleted", st, n)
 	}

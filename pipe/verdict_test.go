@@ -122,15 +122,8 @@ func TestTheCircuitClosesOnlyOnAProbeThatSucceeded(t *testing.T) {
 		return pipe.Result{}, nil
 	})
 	metrics := pipe.NewMetrics(nil)
-	p, err := pipe.New(pipe.Options{Name: "orders", Source: q, Target: target, Metrics: metrics,
+	p := startPipe(t, pipe.Options{Name: "orders", Source: q, Target: target, Metrics: metrics,
 		BatchSize: 1, InitialConcurrency: 5, MaxConcurrency: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- p.Run(ctx) }()
-	defer func() { cancel(); <-done }()
 	open := func() bool { return testutil.ToFloat64(metrics.CircuitOpen.WithLabelValues("orders")) == 1 }
 	<-slowStarted
 	send(t, q, `{"n":1}`, `{"n":2}`, `{"n":3}`, `{"n":4}`)
