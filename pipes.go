@@ -421,6 +421,7 @@ func newHTTPTarget(_ context.Context, s config.Pipe, env *Env) (pipe.Target, err
 		Timeout:            s.Target.Timeout,
 		InsecureSkipVerify: s.Target.InsecureSkipVerify,
 		Query:              s.Target.Query,
+		PathParameters:     s.Target.PathParameters,
 		Vars:               templateVars(s),
 		Logger:             env.Logger.With("pipe", s.Name),
 	})
