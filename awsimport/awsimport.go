@@ -101,10 +101,6 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 	if r.params == nil {
 		r.params = map[string]string{}
 	}
-	type def struct {
-		path, logical, what string
-		props               map[string]any
-	}
 	var defs []def
 	switch {
 	case mapping(root["Resources"]) != nil:
@@ -142,8 +138,10 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 
 	var pipes []*yaml.Node
 	names := map[string]bool{}
-	for _, d := range defs {
-		m := &mapper{r: r, res: res, base: d.path}
+	chk := newChecker(opts.LookupEnv)
+	wholeID := cdkClashes(r, res, defs)
+	for i, d := range defs {
+		m := &mapper{r: r, res: res, base: d.path, wholeID: wholeID[i]}
 		envBefore := maps.Clone(r.env)
 		notesBefore := len(res.Notes)
 		p, name := m.pipe(d.props, d.logical)
@@ -159,6 +157,19 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 			if !names[name] {
 				res.Notes = append(res.Notes, Problem{Path: d.path, Msg: fmt.Sprintf("an earlier pipe is named %q too; this one is named %q", base, name)})
 			}
+		}
+		problems, err := chk.check(m, p)
+		if err != nil {
+			return nil, err
+		}
+		problems = append(m.invalid, problems...)
+		if len(problems) > 0 {
+			// What validate refuses is not written: the pipe is named as
+			// left out, with the reason, at its place in the input.
+			r.env = envBefore
+			res.Notes = res.Notes[:notesBefore]
+			res.LeftOut = append(res.LeftOut, problems...)
+			continue
 		}
 		names[name] = true
 		where := d.what
@@ -191,6 +202,38 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 	}
 	res.YAML = b.Bytes()
 	return res, nil
+}
+
+// def is one pipe definition of the input: its path there ("" at the
+// top), logical id, what it is (for the comment) and properties.
+type def struct {
+	path, logical, what string
+	props               map[string]any
+}
+
+// cdkClashes says which pipes keep their whole logical id as their name:
+// those whose name would be their logical id less CDK's hash
+// (Pipe7793F8A1 → Pipe) when another pipe would get that name too. It
+// works the names out without leaving a trace in r or res.
+func cdkClashes(r *resolver, res *Result, defs []def) []bool {
+	env, notes := maps.Clone(r.env), len(res.Notes)
+	defer func() { r.env, res.Notes = env, res.Notes[:notes] }()
+	names := make([]string, len(defs))
+	count := map[string]int{}
+	for i, d := range defs {
+		if d.props == nil {
+			continue
+		}
+		m := &mapper{r: r, res: &Result{}, base: d.path}
+		names[i] = m.pipeName(d.props, d.logical)
+		count[names[i]]++
+	}
+	out := make([]bool, len(defs))
+	for i, d := range defs {
+		short := baseID(d.logical)
+		out[i] = names[i] != "" && count[names[i]] > 1 && short != d.logical && names[i] == short
+	}
+	return out
 }
 
 func setName(p *yaml.Node, name string) {

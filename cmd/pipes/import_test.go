@@ -197,6 +197,60 @@ func TestImportAWSExitsTwoAndNamesWhatItLeftOut(t *testing.T) {
 	}
 }
 
+// An input of megabytes whose filter pattern is over Pipes' 4096
+// characters and whose template is over its 8192 does not exit 0 with a
+// file `pipes validate` refuses: the importer checks what it writes as
+// validate does, names those pipes as left out with their path and the
+// reason, writes the rest, and exits 2.
+func TestImportAWSOfAnOversizedInputLeavesOutWhatDoesNotValidate(t *testing.T) {
+	values := make([]string, 300_000)
+	for i := range values {
+		values[i] = fmt.Sprintf("%q", fmt.Sprintf("sku-%07d", i))
+	}
+	pattern := `{"body": {"sku": [` + strings.Join(values, ",") + `]}}`
+	tmpl := `{"pad": "` + strings.Repeat("x", 1<<20) + `", "body": <$.body>}`
+	doc, err := json.Marshal(map[string]any{"Resources": map[string]any{
+		"In":  map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{"QueueName": "in"}},
+		"Big": map[string]any{"Type": "AWS::Pipes::Pipe", "Properties": map[string]any{
+			"Source": map[string]any{"Fn::GetAtt": []any{"In", "Arn"}}, "Target": "arn:aws:sns:us-east-1:123456789012:out",
+			"SourceParameters": map[string]any{"FilterCriteria": map[string]any{"Filters": []any{map[string]any{"Pattern": pattern}}}},
+			"TargetParameters": map[string]any{"InputTemplate": tmpl},
+		}},
+		"Small": map[string]any{"Type": "AWS::Pipes::Pipe", "Properties": map[string]any{
+			"Source": map[string]any{"Fn::GetAtt": []any{"In", "Arn"}}, "Target": "arn:aws:sns:us-east-1:123456789012:out",
+		}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in, written := filepath.Join(dir, "big.json"), filepath.Join(dir, "pipes.yaml")
+	if err := os.WriteFile(in, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("input of %d MB", len(doc)>>20)
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"import", "aws", "--from", in, "-o", written}, nil, &out, &errb); code != 2 {
+		t.Fatalf("exit %d, want 2; stderr:\n%.2000s", code, errb.String())
+	}
+	for _, want := range []string{
+		"left out: Resources.Big.Properties.SourceParameters.FilterCriteria.Filters[0].Pattern: the pattern is 4200018 characters long as JSON; at most 4096 are allowed (Pipes' limit); the pipe is not imported",
+		"left out: Resources.Big.Properties.TargetParameters.InputTemplate: the imported target.input_template does not validate: input template is 1048605 characters long; the limit is 8192; the pipe is not imported",
+	} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%.2000s", want, errb.String())
+		}
+	}
+	if len(errb.String()) > 4000 {
+		t.Errorf("the report quotes the input: %d bytes", errb.Len())
+	}
+	t.Setenv("AWS_REGION", "us-east-1")
+	errb.Reset()
+	if code := run(context.Background(), []string{"validate", "-f", written}, nil, &out, &errb); code != 0 {
+		t.Errorf("the written file does not validate: exit %d: %s", code, errb.String())
+	}
+}
+
 // `pipes validate` accepts every golden file of the importer, with the
 // variables its report lists set as a user would set them.
 func TestPipesValidateAcceptsEveryImportedGolden(t *testing.T) {
@@ -210,6 +264,10 @@ func TestPipesValidateAcceptsEveryImportedGolden(t *testing.T) {
 			return "us-east-1"
 		case name == "AWS_ACCOUNT_ID":
 			return "123456789012"
+		case name == "PARTNER_WEBHOOK_URL":
+			return "https://partner.example.com/orders/*/*"
+		case name == "PARTNER_LOOKUP_URL":
+			return "https://partner.example.com/customers/*"
 		case strings.HasSuffix(name, "QUEUE_URL"):
 			return "https://sqs.us-east-1.amazonaws.com/123456789012/q"
 		case strings.HasSuffix(name, "_URL"):
