@@ -210,7 +210,7 @@ func TestImportAWSOfAnOversizedInputLeavesOutWhatDoesNotValidate(t *testing.T) {
 	pattern := `{"body": {"sku": [` + strings.Join(values, ",") + `]}}`
 	tmpl := `{"pad": "` + strings.Repeat("x", 1<<20) + `", "body": <$.body>}`
 	doc, err := json.Marshal(map[string]any{"Resources": map[string]any{
-		"In":  map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{"QueueName": "in"}},
+		"In": map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{"QueueName": "in"}},
 		"Big": map[string]any{"Type": "AWS::Pipes::Pipe", "Properties": map[string]any{
 			"Source": map[string]any{"Fn::GetAtt": []any{"In", "Arn"}}, "Target": "arn:aws:sns:us-east-1:123456789012:out",
 			"SourceParameters": map[string]any{"FilterCriteria": map[string]any{"Filters": []any{map[string]any{"Pattern": pattern}}}},
