@@ -35,7 +35,7 @@ var unmappable = map[string]string{
 	"firehose":   "Firehose delivery stream",
 	"batch":      "Batch job queue",
 	"ecs":        "ECS task",
-	"redshift":   "Redshift Data API",
+	"redshift":   "Redshift Data API cluster or workgroup",
 	"sagemaker":  "SageMaker pipeline",
 	"timestream": "Timestream for LiveAnalytics table",
 	"inspector":  "Inspector assessment template",

@@ -273,10 +273,9 @@ func (m *mapper) unsupported(path, role, verb string, e endpoint) {
 
 // describe names an endpoint for messages.
 func describe(e endpoint) string {
-
-	what := unmappable[e.kind]
-	if what == "" {
-		what = "a " + e.kind
+	what := cmp.Or(unmappable[e.kind], e.kind)
+	if strings.ContainsRune("AEIOUaeiou", rune(what[0])) {
+		what = "an " + what
 	} else {
 		what = "a " + what
 	}
