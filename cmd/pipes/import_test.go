@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,6 +132,110 @@ Resources:
 	}
 	if visible, inflight := sqstest.Count(t, client, srcURL); visible+inflight != 0 {
 		t.Errorf("source queue holds %d visible and %d in flight, want none (the filtered one deleted too)", visible, inflight)
+	}
+}
+
+// An imported SQS → http-enriched → SQS pipe runs with `pipes run --aws`
+// against local-aws-sqs and a real net/http server: the source is
+// `!Sub ${RootQueue.Arn}` and the target `Fn::Sub` of a variable standing
+// for `!GetAtt DoneQueue.Arn`, both queues of the template; the enrichment
+// is an API destination not in the file, whose endpoint (with a `*`) comes
+// from LOOKUP_URL, with a dynamic path parameter, header and query value,
+// rendered per record at run time.
+func TestRunAWSRunsAnImportedPipeWithDynamicEnrichmentParametersEndToEnd(t *testing.T) {
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	srcURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 30 * time.Second})
+	dstURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})
+	parts := func(queueURL string) (account, name string) {
+		p := strings.Split(strings.TrimRight(queueURL, "/"), "/")
+		return p[len(p)-2], p[len(p)-1]
+	}
+	account, srcName := parts(srcURL)
+	_, dstName := parts(dstURL)
+	var mu sync.Mutex
+	var seen []string
+	lookup := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.EscapedPath())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"path": %q, "tenant": %q, "key": %q}`, r.URL.EscapedPath(), r.Header.Get("X-Tenant"), r.URL.Query().Get("key"))
+	}))
+	defer lookup.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCOUNT_ID", account)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ENDPOINT_URL_SQS", endpoint)
+	t.Setenv("LOOKUP_URL", lookup.URL+"/customers/*")
+	tmpl := `Parameters:
+  RootName: {Type: String}
+  DoneName: {Type: String}
+Resources:
+  RootQueue:
+    Type: AWS::SQS::Queue
+    Properties: {QueueName: !Ref RootName}
+  DoneQueue:
+    Type: AWS::SQS::Queue
+    Properties: {QueueName: !Ref DoneName}
+  LookupPipe:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Name: lookup
+      Source: !Sub ${RootQueue.Arn}
+      Enrichment: arn:aws:events:us-east-1:123456789012:api-destination/lookup/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b
+      EnrichmentParameters:
+        HttpParameters:
+          PathParameterValues: [$.body.id]
+          HeaderParameters: {X-Tenant: $.body.tenant}
+          QueryStringParameters: {key: <$.body.key>}
+      Target:
+        Fn::Sub:
+          - "${Done}"
+          - Done: !GetAtt DoneQueue.Arn
+`
+	file := filepath.Join(t.TempDir(), "stack.yaml")
+	if err := os.WriteFile(file, []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sqstest.SendBodies(t, client, srcURL,
+		`{"id":"c/1","tenant":"acme","key":"k 1"}`,
+		`{"id":"c2","tenant":"umbrella","key":"k2"}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var runOut, runErr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"run", "--aws", file, "--param", "RootName=" + srcName, "--param", "DoneName=" + dstName, "--metrics-addr", ""}, nil, &runOut, &runErr)
+	}()
+	waitUntil(t, 90*time.Second, "two messages on the target queue and none left on the source", func() bool {
+		select {
+		case code := <-done:
+			done <- code
+			return true
+		default:
+		}
+		dstVisible, _ := sqstest.Count(t, client, dstURL)
+		srcVisible, srcInflight := sqstest.Count(t, client, srcURL)
+		return dstVisible >= 2 && srcVisible+srcInflight == 0
+	})
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("run --aws exit %d: %s", code, runErr.String())
+	}
+	var got []string
+	for _, b := range sqstest.DrainBodies(t, client, dstURL) {
+		var v map[string]string
+		if err := json.Unmarshal([]byte(b), &v); err != nil {
+			t.Errorf("target got %q, not the enrichment's answer: %v", b, err)
+		}
+		got = append(got, v["path"]+" "+v["tenant"]+" "+v["key"])
+	}
+	slices.Sort(got)
+	if want := []string{"/customers/c%2F1 acme k 1", "/customers/c2 umbrella k2"}; !slices.Equal(got, want) {
+		t.Errorf("target queue got %q, want %q (enrichment requests %q)", got, want, seen)
 	}
 }
 
