@@ -14,7 +14,10 @@
 // What pipes cannot run (Step Functions, Kinesis and other targets;
 // ActiveMQ, Kinesis, DynamoDB and Kafka sources; parameters with no pipes
 // key) is left out and reported in Result.LeftOut with its path in the
-// input; the rest imports.
+// input; the rest imports. Each imported pipe is checked as `pipes
+// validate` checks a pipeline file: one it would refuse (a filter pattern
+// over Pipes' 4096 characters, a template over 8192, ...) is left out as
+// well, with the reason, so that the file written always validates.
 package awsimport
 
 import (
