@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/pipesproject/pipes/internal/rabbittest"
 	"github.com/pipesproject/pipes/internal/sqstest"
 )
@@ -91,31 +93,7 @@ Resources:
 	// over the template's Default.
 	t.Setenv("SOURCE_ARN", arn(dstURL))
 	t.Setenv("TargetArn", arn(dstURL))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var runOut, runErr bytes.Buffer
-	done := make(chan int, 1)
-	started := time.Now()
-	go func() {
-		done <- run(ctx, []string{"run", "--aws", file, "--param", "SourceArn=" + arn(srcURL), "--metrics-addr", ""}, nil, &runOut, &runErr)
-	}()
-	waitUntil(t, 90*time.Second, "two messages on the target queue and none left on the source", func() bool {
-		select {
-		case code := <-done:
-			done <- code
-			return true
-		default:
-		}
-		dstVisible, _ := sqstest.Count(t, client, dstURL)
-		srcVisible, srcInflight := sqstest.Count(t, client, srcURL)
-		return dstVisible >= 2 && srcVisible+srcInflight == 0
-	})
-	t.Logf("delivered and drained %s after the start", time.Since(started))
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("run --aws exit %d: %s", code, runErr.String())
-	}
-	t.Logf("stopped %s after the start", time.Since(started))
+	runUntilMoved(t, []string{"run", "--aws", file, "--param", "SourceArn=" + arn(srcURL), "--metrics-addr", ""}, client, srcURL, dstURL, 2)
 
 	got := sqstest.DrainBodies(t, client, dstURL)
 	var orders []string
@@ -133,6 +111,36 @@ Resources:
 	if visible, inflight := sqstest.Count(t, client, srcURL); visible+inflight != 0 {
 		t.Errorf("source queue holds %d visible and %d in flight, want none (the filtered one deleted too)", visible, inflight)
 	}
+}
+
+// runUntilMoved runs the pipes command args until n messages are on the
+// queue dstURL and none is left on srcURL (or the command ends), then
+// stops it; it must exit 0.
+func runUntilMoved(t *testing.T, args []string, client *sqs.Client, srcURL, dstURL string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var runOut, runErr bytes.Buffer
+	done := make(chan int, 1)
+	started := time.Now()
+	go func() { done <- run(ctx, args, nil, &runOut, &runErr) }()
+	waitUntil(t, 90*time.Second, fmt.Sprintf("%d messages on the target queue and none left on the source", n), func() bool {
+		select {
+		case code := <-done:
+			done <- code
+			return true
+		default:
+		}
+		dstVisible, _ := sqstest.Count(t, client, dstURL)
+		srcVisible, srcInflight := sqstest.Count(t, client, srcURL)
+		return dstVisible >= n && srcVisible+srcInflight == 0
+	})
+	t.Logf("delivered and drained %s after the start", time.Since(started))
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("run --aws exit %d: %s", code, runErr.String())
+	}
+	t.Logf("stopped %s after the start", time.Since(started))
 }
 
 // An imported SQS → http-enriched → SQS pipe runs with `pipes run --aws`
@@ -203,28 +211,7 @@ Resources:
 	sqstest.SendBodies(t, client, srcURL,
 		`{"id":"c/1","tenant":"acme","key":"k 1"}`,
 		`{"id":"c2","tenant":"umbrella","key":"k2"}`)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var runOut, runErr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"run", "--aws", file, "--param", "RootName=" + srcName, "--param", "DoneName=" + dstName, "--metrics-addr", ""}, nil, &runOut, &runErr)
-	}()
-	waitUntil(t, 90*time.Second, "two messages on the target queue and none left on the source", func() bool {
-		select {
-		case code := <-done:
-			done <- code
-			return true
-		default:
-		}
-		dstVisible, _ := sqstest.Count(t, client, dstURL)
-		srcVisible, srcInflight := sqstest.Count(t, client, srcURL)
-		return dstVisible >= 2 && srcVisible+srcInflight == 0
-	})
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("run --aws exit %d: %s", code, runErr.String())
-	}
+	runUntilMoved(t, []string{"run", "--aws", file, "--param", "RootName=" + srcName, "--param", "DoneName=" + dstName, "--metrics-addr", ""}, client, srcURL, dstURL, 2)
 	var got []string
 	for _, b := range sqstest.DrainBodies(t, client, dstURL) {
 		var v map[string]string
