@@ -26,6 +26,7 @@ import (
 	"maps"
 	"sort"
 	"strings"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -179,7 +180,7 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 		if d.path != "" {
 			where = d.path + " (" + d.what + ")"
 		}
-		p.HeadComment = "imported from " + where + " of " + file
+		p.HeadComment = commentText("imported from " + where + " of " + file)
 		pipes = append(pipes, p)
 		res.Pipes = append(res.Pipes, name)
 	}
@@ -192,7 +193,7 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 		out = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
 			scalar("pipes"), {Kind: yaml.SequenceNode, Tag: "!!seq", Content: pipes},
 		}}
-		out.HeadComment = fmt.Sprintf("%d pipes imported from %s", len(pipes), file)
+		out.HeadComment = commentText(fmt.Sprintf("%d pipes imported from %s", len(pipes), file))
 	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
@@ -237,6 +238,18 @@ func cdkClashes(r *resolver, res *Result, defs []def) []bool {
 		out[i] = names[i] != "" && count[names[i]] > 1 && short != d.logical && names[i] == short
 	}
 	return out
+}
+
+// commentText is s fit for a YAML comment: a control character (a line
+// break in a logical id or a file name) would end the comment or make the
+// file unreadable, so each becomes '?'.
+func commentText(s string) string {
+	return strings.Map(func(c rune) rune {
+		if unicode.IsControl(c) {
+			return '?'
+		}
+		return c
+	}, s)
 }
 
 func setName(p *yaml.Node, name string) {
