@@ -453,6 +453,7 @@ func newHTTPTarget(ctx context.Context, s config.Pipe, env *Env) (pipe.Target, e
 		Timeout:            s.Target.Timeout,
 		InsecureSkipVerify: s.Target.InsecureSkipVerify,
 		Query:              s.Target.Query,
+		PathParameters:     s.Target.PathParameters,
 		Vars:               templateVars(s),
 		Logger:             env.Logger.With("pipe", s.Name),
 	})

@@ -140,7 +140,7 @@ func checkEnrichment(e *config.Enrichment) config.Errors {
 
 func httpEnrichmentConfig(e *config.Enrichment, tmpl *template.Template, vars template.Vars, log *slog.Logger) enrich.HTTPConfig {
 	return enrich.HTTPConfig{
-		URL: e.URL, Method: e.Method, Batch: e.Batch, Headers: e.Headers, Timeout: e.Timeout,
+		URL: e.URL, Method: e.Method, Batch: e.Batch, Headers: e.Headers, Query: e.Query, PathParameters: e.PathParameters, Timeout: e.Timeout,
 		InsecureSkipVerify: e.InsecureSkipVerify, Logger: log, Template: tmpl, Vars: vars,
 	}
 }

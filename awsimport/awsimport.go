@@ -14,7 +14,10 @@
 // What pipes cannot run (Step Functions, Kinesis and other targets;
 // ActiveMQ, Kinesis, DynamoDB and Kafka sources; parameters with no pipes
 // key) is left out and reported in Result.LeftOut with its path in the
-// input; the rest imports.
+// input; the rest imports. Each imported pipe is checked as `pipes
+// validate` checks a pipeline file: one it would refuse (a filter pattern
+// over Pipes' 4096 characters, a template over 8192, ...) is left out as
+// well, with the reason, so that the file written always validates.
 package awsimport
 
 import (
@@ -23,6 +26,7 @@ import (
 	"maps"
 	"sort"
 	"strings"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -101,10 +105,6 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 	if r.params == nil {
 		r.params = map[string]string{}
 	}
-	type def struct {
-		path, logical, what string
-		props               map[string]any
-	}
 	var defs []def
 	switch {
 	case mapping(root["Resources"]) != nil:
@@ -142,8 +142,10 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 
 	var pipes []*yaml.Node
 	names := map[string]bool{}
-	for _, d := range defs {
-		m := &mapper{r: r, res: res, base: d.path}
+	chk := newChecker(opts.LookupEnv)
+	wholeID := cdkClashes(r, res, defs)
+	for i, d := range defs {
+		m := &mapper{r: r, res: res, base: d.path, wholeID: wholeID[i]}
 		envBefore := maps.Clone(r.env)
 		notesBefore := len(res.Notes)
 		p, name := m.pipe(d.props, d.logical)
@@ -160,12 +162,25 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 				res.Notes = append(res.Notes, Problem{Path: d.path, Msg: fmt.Sprintf("an earlier pipe is named %q too; this one is named %q", base, name)})
 			}
 		}
+		problems, err := chk.check(m, p)
+		if err != nil {
+			return nil, err
+		}
+		problems = append(m.invalid, problems...)
+		if len(problems) > 0 {
+			// What validate refuses is not written: the pipe is named as
+			// left out, with the reason, at its place in the input.
+			r.env = envBefore
+			res.Notes = res.Notes[:notesBefore]
+			res.LeftOut = append(res.LeftOut, problems...)
+			continue
+		}
 		names[name] = true
 		where := d.what
 		if d.path != "" {
 			where = d.path + " (" + d.what + ")"
 		}
-		p.HeadComment = "imported from " + where + " of " + file
+		p.HeadComment = commentText("imported from " + where + " of " + file)
 		pipes = append(pipes, p)
 		res.Pipes = append(res.Pipes, name)
 	}
@@ -178,7 +193,7 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 		out = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
 			scalar("pipes"), {Kind: yaml.SequenceNode, Tag: "!!seq", Content: pipes},
 		}}
-		out.HeadComment = fmt.Sprintf("%d pipes imported from %s", len(pipes), file)
+		out.HeadComment = commentText(fmt.Sprintf("%d pipes imported from %s", len(pipes), file))
 	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
@@ -191,6 +206,50 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 	}
 	res.YAML = b.Bytes()
 	return res, nil
+}
+
+// def is one pipe definition of the input: its path there ("" at the
+// top), logical id, what it is (for the comment) and properties.
+type def struct {
+	path, logical, what string
+	props               map[string]any
+}
+
+// cdkClashes says which pipes keep their whole logical id as their name:
+// those whose name would be their logical id less CDK's hash
+// (Pipe7793F8A1 → Pipe) when another pipe would get that name too. It
+// works the names out without leaving a trace in r or res.
+func cdkClashes(r *resolver, res *Result, defs []def) []bool {
+	env, notes := maps.Clone(r.env), len(res.Notes)
+	defer func() { r.env, res.Notes = env, res.Notes[:notes] }()
+	names := make([]string, len(defs))
+	count := map[string]int{}
+	for i, d := range defs {
+		if d.props == nil {
+			continue
+		}
+		m := &mapper{r: r, res: &Result{}, base: d.path}
+		names[i] = m.pipeName(d.props, d.logical)
+		count[names[i]]++
+	}
+	out := make([]bool, len(defs))
+	for i, d := range defs {
+		short := baseID(d.logical)
+		out[i] = names[i] != "" && count[names[i]] > 1 && short != d.logical && names[i] == short
+	}
+	return out
+}
+
+// commentText is s fit for a YAML comment: a control character (a line
+// break in a logical id or a file name) would end the comment or make the
+// file unreadable, so each becomes '?'.
+func commentText(s string) string {
+	return strings.Map(func(c rune) rune {
+		if unicode.IsControl(c) {
+			return '?'
+		}
+		return c
+	}, s)
 }
 
 func setName(p *yaml.Node, name string) {

@@ -41,6 +41,10 @@ func fakeEnv(name string) (string, bool) {
 		return "us-east-1", true
 	case name == "AWS_ACCOUNT_ID":
 		return "123456789012", true
+	case name == "PARTNER_WEBHOOK_URL":
+		return "https://partner.example.com/orders/*/*", true
+	case name == "PARTNER_LOOKUP_URL":
+		return "https://partner.example.com/customers/*", true
 	case strings.HasSuffix(name, "QUEUE_URL"):
 		return "https://sqs.us-east-1.amazonaws.com/123456789012/q", true
 	case strings.HasSuffix(name, "_URL"):
@@ -67,7 +71,7 @@ func TestImportMatchesGoldenFilesThatValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(inputs) < 7 {
+	if len(inputs) < 11 {
 		t.Fatalf("only %d inputs in testdata", len(inputs))
 	}
 	for _, in := range inputs {
@@ -462,14 +466,14 @@ Resources:
 func TestTemplateParametersComeFromTheEnvironmentAtRunTime(t *testing.T) {
 	doc := `
 Parameters:
-  QueueUrl: {Type: String, Default: "https://sqs.us-east-1.amazonaws.com/1/default"}
-  TopicArn: {Type: String, Default: "arn:aws:sns:us-east-1:1:default"}
+  QueueUrl: {Type: String, Default: "https://sqs.us-east-1.amazonaws.com/123456789012/default"}
+  TopicArn: {Type: String, Default: "arn:aws:sns:us-east-1:123456789012:default"}
 Resources:
   P:
     Type: AWS::Pipes::Pipe
-    Properties: {Source: !Sub "arn:aws:sqs:us-east-1:1:in", Target: !Ref TopicArn}
+    Properties: {Source: !Sub "arn:aws:sqs:us-east-1:123456789012:in", Target: !Ref TopicArn}
 `
-	env := map[string]string{"TopicArn": "arn:aws:sns:us-east-1:1:from-env", "TOPIC_ARN": "arn:aws:sns:us-east-1:1:upper"}
+	env := map[string]string{"TopicArn": "arn:aws:sns:us-east-1:123456789012:from-env", "TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:upper"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	for _, tt := range []struct {
 		name   string
@@ -485,14 +489,14 @@ Resources:
 			}
 			return "", false
 		}, "upper"},
-		{"--param over the environment", map[string]string{"TopicArn": "arn:aws:sns:us-east-1:1:param"}, lookup, "param"},
+		{"--param over the environment", map[string]string{"TopicArn": "arn:aws:sns:us-east-1:123456789012:param"}, lookup, "param"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{Params: tt.params, LookupEnv: tt.lookup})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := "topic_arn: arn:aws:sns:us-east-1:1:" + tt.want + "\n"; !strings.Contains(string(res.YAML), want) {
+			if want := "topic_arn: arn:aws:sns:us-east-1:123456789012:" + tt.want + "\n"; !strings.Contains(string(res.YAML), want) {
 				t.Errorf("got\n%s\nwant %s", res.YAML, want)
 			}
 		})
@@ -537,6 +541,68 @@ func TestAStandardWorkflowRunSynchronouslyIsNoted(t *testing.T) {
 			}
 			if got := strings.Contains(report(res), "STANDARD workflow"); got != tt.noted || len(res.Pipes) != 1 {
 				t.Errorf("noted %v, want %v; %d pipes:\n%s", got, tt.noted, len(res.Pipes), report(res))
+			}
+		})
+	}
+}
+
+// A CDK logical id keeps the short name pipes gives it (its 8-hex hash
+// dropped) unless another pipe would get the same name: then both keep
+// their whole logical id.
+func TestCDKPipesKeepTheirWholeLogicalIDWhenShortNamesClash(t *testing.T) {
+	doc := `
+Resources:
+  In: {Type: AWS::SQS::Queue, Properties: {QueueName: in}}
+  OrdersPipe7793F8A1:
+    Type: AWS::Pipes::Pipe
+    Properties: {Source: !GetAtt In.Arn, Target: arn:aws:sns:us-east-1:123456789012:a}
+  OrdersPipe0B1C2D3E:
+    Type: AWS::Pipes::Pipe
+    Properties: {Source: !GetAtt In.Arn, Target: arn:aws:sns:us-east-1:123456789012:b}
+  RefundsPipe5A6B7C8D:
+    Type: AWS::Pipes::Pipe
+    Properties: {Source: !GetAtt In.Arn, Target: arn:aws:sns:us-east-1:123456789012:c}
+`
+	res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(res.Pipes, ","), "OrdersPipe0B1C2D3E,OrdersPipe7793F8A1,RefundsPipe"; got != want {
+		t.Errorf("names %s, want %s", got, want)
+	}
+	if len(res.LeftOut) > 0 || strings.Contains(report(res), "an earlier pipe") {
+		t.Errorf("report:\n%s", report(res))
+	}
+}
+
+// `!Sub` of `${Res.Attr}` or `${Res}` alone names the resource as GetAtt
+// and Ref do, also through a variable of the list form; a Sub with more
+// text is an ARN to read.
+func TestSubOfAResourceAttributeResolvesAsGetAtt(t *testing.T) {
+	resources := `
+Resources:
+  Root: {Type: AWS::SQS::Queue, Properties: {QueueName: root, FifoQueue: true}}
+  Out: {Type: AWS::SNS::Topic, Properties: {TopicName: out}}
+`
+	for _, tt := range []struct{ name, source, want string }{
+		{"GetAtt", "!GetAtt Root.Arn", "queue_name: root.fifo"},
+		{"short Sub", `!Sub "${Root.Arn}"`, "queue_name: root.fifo"},
+		{"long Sub", `{"Fn::Sub": "${Root.Arn}"}`, "queue_name: root.fifo"},
+		{"Sub of Ref", `!Sub "${Root}"`, "queue_name: root.fifo"},
+		{"Sub list form", `{"Fn::Sub": ["${Q}", {Q: !GetAtt Root.Arn}]}`, "queue_name: root.fifo"},
+		{"Sub with text", `!Sub "arn:aws:sqs:us-east-1:123456789012:${Root.QueueName}"`, "queue_arn: arn:aws:sqs:us-east-1:123456789012:root.fifo"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := resources + `  P:
+    Type: AWS::Pipes::Pipe
+    Properties: {Source: ` + tt.source + `, Target: !Sub "${Out.TopicArn}"}
+`
+			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{Params: map[string]string{"AWS::AccountId": "123456789012", "AWS::Region": "us-east-1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := string(res.YAML); !strings.Contains(out, tt.want+"\n") || !strings.Contains(out, "topic_arn: arn:aws:sns:us-east-1:123456789012:out\n") || len(res.LeftOut) > 0 {
+				t.Errorf("got\n%s%s\nwant %s", out, report(res), tt.want)
 			}
 		})
 	}

@@ -35,7 +35,7 @@ var unmappable = map[string]string{
 	"firehose":   "Firehose delivery stream",
 	"batch":      "Batch job queue",
 	"ecs":        "ECS task",
-	"redshift":   "Redshift Data API",
+	"redshift":   "Redshift Data API cluster or workgroup",
 	"sagemaker":  "SageMaker pipeline",
 	"timestream": "Timestream for LiveAnalytics table",
 	"inspector":  "Inspector assessment template",
@@ -76,17 +76,10 @@ var resourceKinds = map[string]string{
 // endpointOf works out what v (a Source, Target or Enrichment value) is.
 func (r *resolver) endpointOf(v any, path string) endpoint {
 	var e endpoint
-	if name, arg, ok := intrinsic(v); ok && (name == "Ref" || name == "Fn::GetAtt") {
-		id := ""
-		if name == "Ref" {
-			id, _ = arg.(string)
-		} else {
-			id, _ = getAttArgs(arg)
-		}
-		if res, ok := r.resources[id]; ok {
-			e.logical, e.res = id, res
-			e.kind = resourceKinds[resType(res)]
-		}
+	if id, ok := r.resourceRef(v); ok {
+		res := r.resources[id]
+		e.logical, e.res = id, res
+		e.kind = resourceKinds[resType(res)]
 	}
 	e.raw, e.path = v, path
 	if e.res != nil && e.kind != "" {
@@ -141,4 +134,52 @@ func (r *resolver) text(e *endpoint) string {
 		e.arn = r.str(e.raw, e.path)
 	}
 	return e.arn
+}
+
+// resourceRef returns the logical id of the template resource v names as a
+// whole: `!Ref Res`, `!GetAtt Res.Attr`, or a `!Sub` (short or long form)
+// that is just `${Res}` or `${Res.Attr}`, which name a resource exactly as
+// Ref and GetAtt do (CloudFormation's Fn::Sub reference); in Sub's list
+// form a variable of its own map is followed to its value. ok is false
+// when v names no resource of the file.
+func (r *resolver) resourceRef(v any) (string, bool) {
+	for range maxDepth {
+		name, arg, ok := intrinsic(v)
+		if !ok {
+			return "", false
+		}
+		id := ""
+		switch name {
+		case "Ref":
+			id, _ = arg.(string)
+		case "Fn::GetAtt":
+			id, _ = getAttArgs(arg)
+		case "Fn::Sub":
+			text, _ := arg.(string)
+			var vars map[string]any
+			if l := list(arg); len(l) == 2 {
+				text, _ = l[0].(string)
+				vars = mapping(l[1])
+			}
+			text = strings.TrimSpace(text)
+			ref, whole := strings.CutPrefix(text, "${")
+			ref, whole2 := strings.CutSuffix(ref, "}")
+			if !whole || !whole2 || strings.ContainsAny(ref, "${}") || strings.HasPrefix(ref, "!") {
+				return "", false
+			}
+			if x, isVar := vars[ref]; isVar {
+				v = x
+				continue
+			}
+			if strings.HasPrefix(ref, "AWS::") {
+				return "", false
+			}
+			id, _, _ = strings.Cut(ref, ".")
+		default:
+			return "", false
+		}
+		_, ok = r.resources[id]
+		return id, ok
+	}
+	return "", false
 }

@@ -1,17 +1,18 @@
 package awsimport
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/url"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/pipesproject/pipes/filter"
 )
 
 // mapper converts one pipe definition.
@@ -20,8 +21,14 @@ type mapper struct {
 	res  *Result
 	base string // path of the definition in the input ("" at the top)
 	name string // the pipe's name, for variable names
+	// wholeID names the pipe by its whole logical id, CDK's hash kept:
+	// another pipe would get the same name without it.
+	wholeID bool
 	// dropped is set when the pipe as a whole cannot be imported.
 	dropped bool
+	// invalid are problems found while mapping that `pipes validate`
+	// would refuse (the pipe is left out once it is checked).
+	invalid []Problem
 	// rateLimit is the lowest InvocationRateLimitPerSecond of the pipe's
 	// API destinations (0: none), and rateFrom where it was read.
 	rateLimit int
@@ -86,10 +93,14 @@ func (m *mapper) pipeName(props map[string]any, logical string) string {
 		name = unescape(m.r.str(raw, m.at("Name")))
 	}
 	if name == "" || strings.Contains(name, "${") {
-		if has {
-			m.note(m.at("Name"), "the name is known only at deploy time; the pipe is named %q", cmp.Or(baseID(logical), "pipe"))
+		short := baseID(logical)
+		if m.wholeID {
+			short = logical
 		}
-		name = cmp.Or(baseID(logical), "pipe")
+		if has {
+			m.note(m.at("Name"), "the name is known only at deploy time; the pipe is named %q", cmp.Or(short, "pipe"))
+		}
+		name = cmp.Or(short, "pipe")
 	}
 	if !validName.MatchString(name) {
 		fixed := strings.Trim(badNameChars.ReplaceAllString(name, "-"), "-")
@@ -262,10 +273,9 @@ func (m *mapper) unsupported(path, role, verb string, e endpoint) {
 
 // describe names an endpoint for messages.
 func describe(e endpoint) string {
-
-	what := unmappable[e.kind]
-	if what == "" {
-		what = "a " + e.kind
+	what := cmp.Or(unmappable[e.kind], e.kind)
+	if strings.ContainsRune("AEIOUaeiou", rune(what[0])) {
+		what = "an " + what
 	} else {
 		what = "a " + what
 	}
@@ -285,6 +295,15 @@ func (m *mapper) filter(props map[string]any) *omap {
 	for i, f := range filters {
 		path := m.at("SourceParameters", "FilterCriteria", "Filters", fmt.Sprintf("[%d]", i), "Pattern")
 		text := unescape(m.r.str(mapping(f)["Pattern"], path))
+		var compact bytes.Buffer
+		if json.Compact(&compact, []byte(text)) == nil && compact.Len() > filter.MaxPatternLength {
+			// Refused before it is made YAML, which a pattern of
+			// megabytes would make slow; validate would refuse it. The
+			// rest of the pipe is still checked, so that every problem
+			// is named.
+			m.invalid = append(m.invalid, Problem{Path: path, Msg: fmt.Sprintf("the pattern is %d characters long as JSON; at most %d are allowed (Pipes' limit); the pipe is not imported", compact.Len(), filter.MaxPatternLength)})
+			continue
+		}
 		var doc yaml.Node
 		if !json.Valid([]byte(text)) || yaml.Unmarshal([]byte(text), &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 			m.drop(path, "the pattern is not a JSON object")
@@ -293,6 +312,9 @@ func (m *mapper) filter(props map[string]any) *omap {
 		n := doc.Content[0]
 		blockStyle(n)
 		seq.Content = append(seq.Content, n)
+	}
+	if len(seq.Content) == 0 {
+		return nil
 	}
 	o := newMap()
 	o.set("patterns", seq)
@@ -344,7 +366,7 @@ func (m *mapper) enrichment(props map[string]any) *omap {
 		m.standardWorkflow(e, path, "an enrichment")
 	case "apidest", "apigw":
 		o.set("type", "http")
-		m.http(o, e, mapping(ep["HttpParameters"]), m.at("EnrichmentParameters", "HttpParameters"), false)
+		m.http(o, e, mapping(ep["HttpParameters"]), m.at("EnrichmentParameters", "HttpParameters"))
 		// Pipes: "API Gateway / API destination enrichments require batch
 		// size 1" (SPEC §5.2): one call per record.
 		o.set("batch", false)
@@ -393,7 +415,7 @@ var executeAPI = regexp.MustCompile(`^arn:[^:]+:execute-api:([^:]*):([^:]*):([^/
 
 // http fills an http enrichment or target from an API destination or an
 // API Gateway ARN and the HttpParameters.
-func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string, target bool) {
+func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string) {
 	var rawURL, method string
 	headers := map[string]string{}
 	query := map[string]string{}
@@ -437,19 +459,29 @@ func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string, targ
 	// PathParameterValues: "The path parameter values to be used to
 	// populate API Gateway REST API or EventBridge ApiDestination path
 	// wildcards ("*")." (API_PipeTargetHttpParameters)
+	var pathParams []string
 	for i, pv := range list(hp["PathParameterValues"]) {
 		p := m.r.str(pv, fmt.Sprintf("%s.PathParameterValues[%d]", hpath, i))
 		if isPath(p) {
-			if !target {
-				m.drop(fmt.Sprintf("%s.PathParameterValues[%d]", hpath, i), "a dynamic path parameter in an http enrichment's URL is not supported by pipes")
-				return
-			}
 			p = "<" + p + ">"
 		}
-		if j := strings.IndexByte(rawURL, '*'); j >= 0 {
-			rawURL = rawURL[:j] + p + rawURL[j+1:]
-		} else {
-			m.leftOut(fmt.Sprintf("%s.PathParameterValues[%d]", hpath, i), "the endpoint has no '*' left for this path parameter")
+		pathParams = append(pathParams, p)
+	}
+	if n := strings.Count(rawURL, "*"); len(pathParams) > 0 {
+		switch {
+		case n == len(pathParams):
+			for _, p := range pathParams {
+				j := strings.IndexByte(rawURL, '*')
+				rawURL = rawURL[:j] + p + rawURL[j+1:]
+			}
+			pathParams = nil
+		case strings.Contains(rawURL, "${"):
+			// The endpoint is known only at run time: path_parameters
+			// fill its `*` then, in order, as AWS does; pipes refuses to
+			// start when their count differs.
+		default:
+			m.leftOut(hpath+".PathParameterValues", "the endpoint has %d '*' for %d path parameters, so they are not used", n, len(pathParams))
+			pathParams = nil
 		}
 	}
 	hm, qm := mapping(hp["HeaderParameters"]), mapping(hp["QueryStringParameters"])
@@ -459,37 +491,20 @@ func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string, targ
 	for _, k := range sortedKeys(qm) {
 		query[k] = m.r.str(qm[k], hpath+".QueryStringParameters."+k)
 	}
-	if !target {
-		for _, k := range slices.Sorted(maps.Keys(headers)) {
-			if v := headers[k]; isPath(v) || strings.Contains(v, "<$") {
-				m.drop(hpath+".HeaderParameters."+k, "a dynamic header in an http enrichment is not supported by pipes")
-				return
-			}
-		}
-		if len(query) > 0 {
-			sep := "?"
-			if strings.Contains(rawURL, "?") {
-				sep = "&"
-			}
-			for _, k := range slices.Sorted(maps.Keys(query)) {
-				v := query[k]
-				if isPath(v) || strings.Contains(v, "<$") {
-					m.drop(hpath+".QueryStringParameters."+k, "a dynamic query parameter in an http enrichment is not supported by pipes")
-					return
-				}
-				rawURL += sep + queryEscape(k) + "=" + queryEscape(v)
-				sep = "&"
-			}
-			query = nil
-		}
-	}
 	o.set("url", rawURL)
 	o.set("method", method)
 	if len(headers) > 0 {
 		o.set("headers", strMap(headers))
 	}
-	if target && len(query) > 0 {
+	if len(query) > 0 {
 		o.set("query", strMap(query))
+	}
+	if len(pathParams) > 0 {
+		seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
+		for _, p := range pathParams {
+			seq.Content = append(seq.Content, scalar(p))
+		}
+		o.set("path_parameters", seq)
 	}
 }
 
@@ -505,14 +520,7 @@ func (m *mapper) connection(v any, path string, headers, query map[string]string
 	if v == nil {
 		return
 	}
-	id := ""
-	if fn, arg, ok := intrinsic(v); ok && (fn == "Ref" || fn == "Fn::GetAtt") {
-		if fn == "Ref" {
-			id, _ = arg.(string)
-		} else {
-			id, _ = getAttArgs(arg)
-		}
-	}
+	id, _ := m.r.resourceRef(v)
 	res := m.r.resources[id]
 	if resType(res) != "AWS::Events::Connection" {
 		m.note(path, "the connection is not in the file: add its authorization as a header (headers: {Authorization: ${TOKEN}})")
@@ -660,7 +668,7 @@ func (m *mapper) target(props map[string]any) *omap {
 		m.strKey(o, "timestamp", lp, "Timestamp", lpath)
 	case "apidest", "apigw":
 		o.set("type", "http")
-		m.http(o, e, mapping(tp["HttpParameters"]), tpath+".HttpParameters", true)
+		m.http(o, e, mapping(tp["HttpParameters"]), tpath+".HttpParameters")
 		// API destination and API Gateway targets take one event a call
 		// (SPEC §6: they are not among the batch-capable targets).
 		o.set("batch", false)
@@ -766,26 +774,6 @@ func (m *mapper) logging(props map[string]any) *omap {
 		return nil
 	}
 	return o
-}
-
-// queryEscape escapes a query key or value of a pipes file, keeping its
-// `${ENV}` references.
-func queryEscape(s string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "${")
-		j := -1
-		if i >= 0 {
-			j = strings.IndexByte(s[i:], '}')
-		}
-		if i < 0 || j < 0 || (i > 0 && s[i-1] == '$') {
-			b.WriteString(url.QueryEscape(unescape(s)))
-			return b.String()
-		}
-		b.WriteString(url.QueryEscape(unescape(s[:i])))
-		b.WriteString(s[i : i+j+1])
-		s = s[i+j+1:]
-	}
 }
 
 // cdkSuffix is the hash CDK appends to logical ids.

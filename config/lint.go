@@ -69,11 +69,8 @@ func (l Loader) Reports(files ...string) []Report {
 			out = append(out, r)
 			continue
 		}
-		ps, errs, warns, skip := l.parseAll(f, data)
-		r.Errors, r.Warnings, r.Placeholders = errs, warns, skip
+		ps := l.report(&r, data)
 		for _, p := range ps {
-			r.Pipes = append(r.Pipes, p.pipe)
-			r.Paths = append(r.Paths, strings.TrimSuffix(strings.TrimSuffix(p.nameField, "name"), "."))
 			all = append(all, p)
 			owner = append(owner, len(out))
 		}
@@ -92,6 +89,30 @@ func (l Loader) Reports(files ...string) []Report {
 		out[i].Warnings.sort()
 	}
 	return out
+}
+
+// Report is Reports of one file's contents, data, read from name (which
+// errors and positions name): what the loader found in it, its
+// duplicate pipe names included. It does no I/O beyond LookupEnv (and
+// reading the files a pipeline file points to).
+func (l Loader) Report(name string, data []byte) Report {
+	r := Report{File: name}
+	ps := l.report(&r, data)
+	r.Errors = append(r.Errors, duplicateNames(ps)...)
+	r.Errors.sort()
+	r.Warnings.sort()
+	return r
+}
+
+// report fills r from data and returns the pipes it parsed.
+func (l Loader) report(r *Report, data []byte) []parsed {
+	ps, errs, warns, skip := l.parseAll(r.File, data)
+	r.Errors, r.Warnings, r.Placeholders = errs, warns, skip
+	for _, p := range ps {
+		r.Pipes = append(r.Pipes, p.pipe)
+		r.Paths = append(r.Paths, strings.TrimSuffix(strings.TrimSuffix(p.nameField, "name"), "."))
+	}
+	return ps
 }
 
 func (l Loader) parseAll(name string, data []byte) ([]parsed, Errors, Warnings, map[Pos]string) {

@@ -140,7 +140,7 @@ func (d *decoder) pipe(n *yaml.Node, path, dir string) (parsed, bool) {
 	if fb := b.sub("filter", []string{"patterns", "jq", "expr"}); fb != nil {
 		p.Filter = d.filter(fb)
 	}
-	if eb := b.sub("enrichment", []string{"type", "url", "method", "batch", "input_template", "headers", "timeout",
+	if eb := b.sub("enrichment", []string{"type", "url", "method", "batch", "input_template", "headers", "query", "path_parameters", "timeout",
 		"insecure_skip_verify", "jq", "function_name", "region", "endpoint", "state_machine_arn", "auth"}); eb != nil {
 		p.Enrichment = d.enrichment(eb)
 	}
@@ -422,6 +422,8 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 	e.InputTemplate, e.InputTemplateSpan = b.strSpan("input_template")
 	d.lintTemplate(b.at("input_template"), b.field("input_template"), e.InputTemplate)
 	e.Headers = b.headers("headers")
+	e.Query = b.headers("query")
+	e.PathParameters = b.strings("path_parameters", maxPathParameters)
 	e.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
 	e.JQ, e.JQSpan = b.strSpan("jq")
 	e.Method = b.enum("method", "POST", "GET", "POST", "PUT", "PATCH", "DELETE")
@@ -446,7 +448,9 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 		if !b.has("url") {
 			d.errorf(b.pos, b.path, "url is required for an http enrichment")
 		}
-		b.checkHTTPURL("url", e.URL)
+		// Placeholders (<$.body.id>) may stand in the path and query.
+		b.checkHTTPURL("url", strings.NewReplacer("<", "", ">", "").Replace(e.URL))
+		b.checkPathParameters(e.URL, e.PathParameters)
 	case "jq":
 		if !b.has("jq") {
 			d.errorf(b.pos, b.path, "jq is required for a jq enrichment")
@@ -468,14 +472,14 @@ func (d *decoder) enrichment(b *block) *Enrichment {
 		}
 	}
 	if e.Type != "" && e.Type != "http" {
-		b.only("only for http enrichments", "url", "method", "batch", "headers", "insecure_skip_verify", "auth")
+		b.only("only for http enrichments", "url", "method", "batch", "headers", "query", "path_parameters", "insecure_skip_verify", "auth")
 	}
 	return e
 }
 
 // targetKeys are the keys of a `target:` (and `dead_letter:`) block.
 var targetKeys = []string{
-	"type", "url", "method", "batch", "headers", "query", "timeout",
+	"type", "url", "method", "batch", "headers", "query", "path_parameters", "timeout",
 	"insecure_skip_verify", "input_template", "func", "fail_on",
 	"region", "endpoint", "queue_url", "message_group_id", "message_deduplication_id",
 	"topic_arn", "event_bus_name", "source", "detail_type", "function_name", "invocation_type", "retry",
@@ -545,6 +549,7 @@ func (d *decoder) target(b *block) Target {
 	t.Batch = b.boolean("batch", true)
 	t.Headers = b.headers("headers")
 	t.Query = b.headers("query")
+	t.PathParameters = b.strings("path_parameters", maxPathParameters)
 	t.Timeout = b.duration("timeout", 30*time.Second, time.Millisecond, 5*time.Minute)
 	t.InsecureSkipVerify = b.boolean("insecure_skip_verify", false)
 	t.InputTemplate, t.InputTemplateSpan = b.strSpan("input_template")
@@ -611,6 +616,7 @@ func (d *decoder) target(b *block) Target {
 		require("url", "an http")
 		// Placeholders (<$.body.id>) may stand in the path and query.
 		b.checkHTTPURL("url", strings.NewReplacer("<", "", ">", "").Replace(t.URL))
+		b.checkPathParameters(t.URL, t.PathParameters)
 	case "func":
 		require("func", "a func")
 	case "sqs":
@@ -671,9 +677,26 @@ func (d *decoder) target(b *block) Target {
 		b.only("only for stdout targets", "fail_on")
 	}
 	if t.Type != "" && t.Type != "http" {
-		b.only("only for http targets", "query", "auth")
+		b.only("only for http targets", "query", "path_parameters", "auth")
 	}
 	return t
+}
+
+// maxPathParameters bounds path_parameters (a URL with more wildcards is
+// no API's).
+const maxPathParameters = 100
+
+// checkPathParameters checks that the url has one `*` for each of
+// path_parameters, which fill them in order (Pipes' PathParameterValues).
+// The error is at the url, which may come from a variable, and does not
+// quote it.
+func (b *block) checkPathParameters(rawURL string, params []string) {
+	if len(params) == 0 {
+		return
+	}
+	if n := strings.Count(rawURL, "*"); n != len(params) {
+		b.d.errorf(b.at("url"), b.field("url"), "has %d '*' for the %d path_parameters: each '*' is filled by one path parameter, in order", n, len(params))
+	}
 }
 
 // strings is key's list of strings (at most max), nil when absent.

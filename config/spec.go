@@ -221,7 +221,12 @@ type Enrichment struct {
 	Batch         bool   // http: one call per batch (default true)
 	InputTemplate string
 	Headers       map[string]string
-	Timeout       time.Duration
+	// Query parameters added to the URL (http, key `query`), and
+	// PathParameters filling the URL's `*` in order (key
+	// `path_parameters`); values, like header values, may be templates.
+	Query          map[string]string
+	PathParameters []string
+	Timeout        time.Duration
 	// InsecureSkipVerify turns TLS verification off (http).
 	InsecureSkipVerify bool
 	JQ                 string
@@ -275,7 +280,11 @@ type Target struct {
 	Headers map[string]string // values interpolated from env; may hold template placeholders
 	// Query parameters added to the URL; values may hold template
 	// placeholders, as may the URL's path. Key `query`.
-	Query              map[string]string
+	Query map[string]string
+	// PathParameters fill the URL's `*`, one each, in order, as Pipes'
+	// PathParameterValues fill an API destination's wildcards; each may
+	// be a template. Key `path_parameters`.
+	PathParameters     []string
 	Timeout            time.Duration // default 30s, 1ms..5m
 	InsecureSkipVerify bool          // key `insecure_skip_verify`
 

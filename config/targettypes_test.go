@@ -15,7 +15,7 @@ func TestLoaderTargetTypesAcceptsAnEmbeddersOwnTargetType(t *testing.T) {
 		wantErr string
 	}{
 		{"a registered type is accepted with the keys every target has", []string{"http", "audit"}, ""},
-		{"an unregistered type is still an error naming the field", nil, `p.yaml:3:16: target.type: must be one of http, stdout, sqs, sns, eventbridge, lambda, func, rabbitmq, got "audit"`},
+		{"an unregistered type is still an error naming the field", nil, `p.yaml:3:16: target.type: must be one of http, stdout, sqs, sns, eventbridge, lambda, kinesis, firehose, stepfunctions, cloudwatch_logs, func, rabbitmq, got "audit"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,7 +60,10 @@ const splitParallel = 8
 
 // invokeFunc sends one request body and returns the answer. Its error
 // classifies the failure (pipe.Permanent, pipe.Throttled or plain).
-type invokeFunc func(ctx context.Context, body []byte) ([]byte, error)
+//
+// first is the first event of the call, which an http enrichment renders
+// its dynamic parameters from.
+type invokeFunc func(ctx context.Context, first *pipe.Event, body []byte) ([]byte, error)
 
 // mapping is the outcome of reading an answer.
 type mapping struct {
@@ -314,7 +317,7 @@ func appendJSONValue(dst, p []byte) []byte {
 // enrichBatch sends events as one JSON array through invoke and applies the
 // answer rules, splitting into one-event batches when rule 4 says so.
 func enrichBatch(ctx context.Context, events []*pipe.Event, bodies [][]byte, invoke invokeFunc, onSplit func(n int)) ([]*pipe.Event, pipe.Result, error) {
-	answer, err := invoke(ctx, jsonArray(bodies))
+	answer, err := invoke(ctx, events[0], jsonArray(bodies))
 	if err != nil {
 		return nil, pipe.Result{}, err
 	}
@@ -329,7 +332,7 @@ func enrichBatch(ctx context.Context, events []*pipe.Event, bodies [][]byte, inv
 		onSplit(len(events))
 	}
 	return eachEvent(ctx, events, func(ctx context.Context, i int) (mapping, error) {
-		answer, err := invoke(ctx, jsonArray(bodies[i:i+1]))
+		answer, err := invoke(ctx, events[i], jsonArray(bodies[i:i+1]))
 		if err != nil {
 			return mapping{}, err
 		}

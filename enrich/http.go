@@ -28,7 +28,21 @@ type HTTPConfig struct {
 	// (`Bearer `, `Basic `, `Token `…) nor the URL's userinfo and query
 	// values: an answer echoing one is quoted with "[redacted]" in its
 	// place.
+	//
+	// A header value that holds a template placeholder (`<$.body.id>`,
+	// `<aws.pipes.pipe-name>`) or is as a whole a JSON path (`$.body.id`,
+	// Pipes' dynamic path parameter) is rendered per request against its
+	// record (with Batch, the batch's first record), as the http target
+	// does; such a value is not treated as a secret.
 	Headers map[string]string
+	// Query parameters are added to the URL of every request; values may
+	// be templated as header values are. Constant values are secrets.
+	Query map[string]string
+	// PathParameters fill the `*` of URL, one each, in order (Pipes'
+	// PathParameterValues), and may be templated as header values are.
+	// When any is given the URL must have exactly as many `*`. The URL's
+	// own path and query may hold placeholders too.
+	PathParameters []string
 	// Timeout bounds each request, answer included; default 30s.
 	Timeout time.Duration
 	// InsecureSkipVerify accepts any TLS certificate (testing only; a
@@ -75,6 +89,7 @@ type HTTPConfig struct {
 // use.
 type HTTP struct {
 	core  *httpcore.Client
+	dyn   *httpcore.Dynamic
 	batch bool
 	log   *slog.Logger
 	tmpl  *template.Template
@@ -91,11 +106,19 @@ var (
 // NewHTTP checks cfg and returns the enrichment. It does not connect.
 // Errors name the field at fault and never contain a header value.
 func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
+	dyn, st, err := httpcore.NewDynamic(httpcore.DynamicConfig{
+		URL: cfg.URL, PathParameters: cfg.PathParameters, Query: cfg.Query, Headers: cfg.Headers, Vars: cfg.Vars,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("configuring the http enrichment: %w", err)
+	}
 	core, err := httpcore.New(httpcore.Config{
-		URL:                cfg.URL,
+		URL:                st.URL,
 		Method:             cfg.Method,
 		UserAgent:          "pipes-enrichment",
-		Headers:            cfg.Headers,
+		Headers:            st.Headers,
+		Secrets:            st.Secrets,
+		SecretURL:          st.SecretURL,
 		Timeout:            cfg.Timeout,
 		InsecureSkipVerify: cfg.InsecureSkipVerify,
 		Client:             cfg.Client,
@@ -111,7 +134,7 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if cfg.InsecureSkipVerify && cfg.Client == nil {
 		log.Warn("TLS verification is off for the http enrichment", "url", core.Display())
 	}
-	h := &HTTP{core: core, batch: cfg.Batch, log: log, tmpl: cfg.Template, vars: cfg.Vars, contentType: httpcore.ContentText}
+	h := &HTTP{core: core, dyn: dyn, batch: cfg.Batch, log: log, tmpl: cfg.Template, vars: cfg.Vars, contentType: httpcore.ContentText}
 	if cfg.Batch || cfg.Template == nil || cfg.Template.Kind() == template.KindJSON {
 		h.contentType = httpcore.ContentJSON
 	}
@@ -150,6 +173,8 @@ func (h *HTTP) enrich(ctx context.Context, events []*pipe.Event) ([]*pipe.Event,
 		err  error
 	)
 	if h.batch {
+		// The dynamic parameters of a batch call come from its first
+		// record, as the http target's do (invokeFunc).
 		out, more, err = enrichBatch(ctx, sent, bodies, h.invoke, func(n int) {
 			h.log.DebugContext(ctx, "enrichment answer does not map to the batch; invoking once per event", "url", h.core.Display(), "events", n)
 		})
@@ -158,7 +183,7 @@ func (h *HTTP) enrich(ctx context.Context, events []*pipe.Event) ([]*pipe.Event,
 		}
 	} else {
 		out, more, err = eachEvent(ctx, sent, func(ctx context.Context, i int) (mapping, error) {
-			answer, err := h.invoke(ctx, bodies[i])
+			answer, err := h.invoke(ctx, sent[i], bodies[i])
 			if err != nil {
 				return mapping{}, fmt.Errorf("enriching message %s with %s: %w", sent[i].ID(), h.core.Display(), err)
 			}
@@ -176,9 +201,17 @@ func (h *HTTP) enrich(ctx context.Context, events []*pipe.Event) ([]*pipe.Event,
 	return out, res, nil
 }
 
-// invoke makes one request and classifies its outcome
-// (httpcore.Client.Do); it returns a 2xx answer's body.
-func (h *HTTP) invoke(ctx context.Context, body []byte) ([]byte, error) {
-	_, answer, err := h.core.Do(ctx, &httpcore.Request{Body: body, ContentType: h.contentType, ReadAnswer: true})
+// invoke makes one request, its dynamic parameters rendered from ev, and
+// classifies its outcome (httpcore.Client.Do); it returns a 2xx answer's
+// body.
+func (h *HTTP) invoke(ctx context.Context, ev *pipe.Event, body []byte) ([]byte, error) {
+	req := &httpcore.Request{Body: body, ContentType: h.contentType, ReadAnswer: true}
+	if !h.dyn.Empty() {
+		var err error
+		if req.URL, req.Header, err = h.dyn.Render(h.core.URL(), ev); err != nil {
+			return nil, pipe.Permanent(err)
+		}
+	}
+	_, answer, err := h.core.Do(ctx, req)
 	return answer, err
 }

@@ -157,7 +157,7 @@ func (l *Lambda) Enrich(ctx context.Context, events []*pipe.Event) ([]*pipe.Even
 }
 
 // invoke calls the function once with body and classifies the outcome.
-func (l *Lambda) invoke(ctx context.Context, body []byte) ([]byte, error) {
+func (l *Lambda) invoke(ctx context.Context, _ *pipe.Event, body []byte) ([]byte, error) {
 	if l.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, l.timeout)

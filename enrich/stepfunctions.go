@@ -113,7 +113,7 @@ func (s *StepFunctions) Enrich(ctx context.Context, events []*pipe.Event) ([]*pi
 }
 
 // invoke runs one execution with body.
-func (s *StepFunctions) invoke(ctx context.Context, body []byte) ([]byte, error) {
+func (s *StepFunctions) invoke(ctx context.Context, _ *pipe.Event, body []byte) ([]byte, error) {
 	out, err := s.sm.Execute(ctx, body)
 	if err != nil {
 		return nil, err

@@ -5,13 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/pipesproject/pipes/internal/rabbittest"
 	"github.com/pipesproject/pipes/internal/sqstest"
@@ -88,31 +93,7 @@ Resources:
 	// over the template's Default.
 	t.Setenv("SOURCE_ARN", arn(dstURL))
 	t.Setenv("TargetArn", arn(dstURL))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var runOut, runErr bytes.Buffer
-	done := make(chan int, 1)
-	started := time.Now()
-	go func() {
-		done <- run(ctx, []string{"run", "--aws", file, "--param", "SourceArn=" + arn(srcURL), "--metrics-addr", ""}, nil, &runOut, &runErr)
-	}()
-	waitUntil(t, 90*time.Second, "two messages on the target queue and none left on the source", func() bool {
-		select {
-		case code := <-done:
-			done <- code
-			return true
-		default:
-		}
-		dstVisible, _ := sqstest.Count(t, client, dstURL)
-		srcVisible, srcInflight := sqstest.Count(t, client, srcURL)
-		return dstVisible >= 2 && srcVisible+srcInflight == 0
-	})
-	t.Logf("delivered and drained %s after the start", time.Since(started))
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("run --aws exit %d: %s", code, runErr.String())
-	}
-	t.Logf("stopped %s after the start", time.Since(started))
+	runUntilMoved(t, []string{"run", "--aws", file, "--param", "SourceArn=" + arn(srcURL), "--metrics-addr", ""}, client, srcURL, dstURL, 2)
 
 	got := sqstest.DrainBodies(t, client, dstURL)
 	var orders []string
@@ -129,6 +110,119 @@ Resources:
 	}
 	if visible, inflight := sqstest.Count(t, client, srcURL); visible+inflight != 0 {
 		t.Errorf("source queue holds %d visible and %d in flight, want none (the filtered one deleted too)", visible, inflight)
+	}
+}
+
+// runUntilMoved runs the pipes command args until n messages are on the
+// queue dstURL and none is left on srcURL (or the command ends), then
+// stops it; it must exit 0.
+func runUntilMoved(t *testing.T, args []string, client *sqs.Client, srcURL, dstURL string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var runOut, runErr bytes.Buffer
+	done := make(chan int, 1)
+	started := time.Now()
+	go func() { done <- run(ctx, args, nil, &runOut, &runErr) }()
+	waitUntil(t, 90*time.Second, fmt.Sprintf("%d messages on the target queue and none left on the source", n), func() bool {
+		select {
+		case code := <-done:
+			done <- code
+			return true
+		default:
+		}
+		dstVisible, _ := sqstest.Count(t, client, dstURL)
+		srcVisible, srcInflight := sqstest.Count(t, client, srcURL)
+		return dstVisible >= n && srcVisible+srcInflight == 0
+	})
+	t.Logf("delivered and drained %s after the start", time.Since(started))
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("run --aws exit %d: %s", code, runErr.String())
+	}
+	t.Logf("stopped %s after the start", time.Since(started))
+}
+
+// An imported SQS → http-enriched → SQS pipe runs with `pipes run --aws`
+// against local-aws-sqs and a real net/http server: the source is
+// `!Sub ${RootQueue.Arn}` and the target `Fn::Sub` of a variable standing
+// for `!GetAtt DoneQueue.Arn`, both queues of the template; the enrichment
+// is an API destination not in the file, whose endpoint (with a `*`) comes
+// from LOOKUP_URL, with a dynamic path parameter, header and query value,
+// rendered per record at run time.
+func TestRunAWSRunsAnImportedPipeWithDynamicEnrichmentParametersEndToEnd(t *testing.T) {
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	srcURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 30 * time.Second})
+	dstURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})
+	parts := func(queueURL string) (account, name string) {
+		p := strings.Split(strings.TrimRight(queueURL, "/"), "/")
+		return p[len(p)-2], p[len(p)-1]
+	}
+	account, srcName := parts(srcURL)
+	_, dstName := parts(dstURL)
+	var mu sync.Mutex
+	var seen []string
+	lookup := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.EscapedPath())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"path": %q, "tenant": %q, "key": %q}`, r.URL.EscapedPath(), r.Header.Get("X-Tenant"), r.URL.Query().Get("key"))
+	}))
+	defer lookup.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCOUNT_ID", account)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ENDPOINT_URL_SQS", endpoint)
+	t.Setenv("LOOKUP_URL", lookup.URL+"/customers/*")
+	tmpl := `Parameters:
+  RootName: {Type: String}
+  DoneName: {Type: String}
+Resources:
+  RootQueue:
+    Type: AWS::SQS::Queue
+    Properties: {QueueName: !Ref RootName}
+  DoneQueue:
+    Type: AWS::SQS::Queue
+    Properties: {QueueName: !Ref DoneName}
+  LookupPipe:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Name: lookup
+      Source: !Sub ${RootQueue.Arn}
+      Enrichment: arn:aws:events:us-east-1:123456789012:api-destination/lookup/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b
+      EnrichmentParameters:
+        HttpParameters:
+          PathParameterValues: [$.body.id]
+          HeaderParameters: {X-Tenant: $.body.tenant}
+          QueryStringParameters: {key: <$.body.key>}
+      Target:
+        Fn::Sub:
+          - "${Done}"
+          - Done: !GetAtt DoneQueue.Arn
+`
+	file := filepath.Join(t.TempDir(), "stack.yaml")
+	if err := os.WriteFile(file, []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sqstest.SendBodies(t, client, srcURL,
+		`{"id":"c/1","tenant":"acme","key":"k 1"}`,
+		`{"id":"c2","tenant":"umbrella","key":"k2"}`)
+	runUntilMoved(t, []string{"run", "--aws", file, "--param", "RootName=" + srcName, "--param", "DoneName=" + dstName, "--metrics-addr", ""}, client, srcURL, dstURL, 2)
+	var got []string
+	for _, b := range sqstest.DrainBodies(t, client, dstURL) {
+		var v map[string]string
+		if err := json.Unmarshal([]byte(b), &v); err != nil {
+			t.Errorf("target got %q, not the enrichment's answer: %v", b, err)
+		}
+		got = append(got, v["path"]+" "+v["tenant"]+" "+v["key"])
+	}
+	slices.Sort(got)
+	if want := []string{"/customers/c%2F1 acme k 1", "/customers/c2 umbrella k2"}; !slices.Equal(got, want) {
+		t.Errorf("target queue got %q, want %q (enrichment requests %q)", got, want, seen)
 	}
 }
 
@@ -196,6 +290,60 @@ func TestImportAWSExitsTwoAndNamesWhatItLeftOut(t *testing.T) {
 	}
 }
 
+// An input of megabytes whose filter pattern is over Pipes' 4096
+// characters and whose template is over its 8192 does not exit 0 with a
+// file `pipes validate` refuses: the importer checks what it writes as
+// validate does, names those pipes as left out with their path and the
+// reason, writes the rest, and exits 2.
+func TestImportAWSOfAnOversizedInputLeavesOutWhatDoesNotValidate(t *testing.T) {
+	values := make([]string, 300_000)
+	for i := range values {
+		values[i] = fmt.Sprintf("%q", fmt.Sprintf("sku-%07d", i))
+	}
+	pattern := `{"body": {"sku": [` + strings.Join(values, ",") + `]}}`
+	tmpl := `{"pad": "` + strings.Repeat("x", 1<<20) + `", "body": <$.body>}`
+	doc, err := json.Marshal(map[string]any{"Resources": map[string]any{
+		"In": map[string]any{"Type": "AWS::SQS::Queue", "Properties": map[string]any{"QueueName": "in"}},
+		"Big": map[string]any{"Type": "AWS::Pipes::Pipe", "Properties": map[string]any{
+			"Source": map[string]any{"Fn::GetAtt": []any{"In", "Arn"}}, "Target": "arn:aws:sns:us-east-1:123456789012:out",
+			"SourceParameters": map[string]any{"FilterCriteria": map[string]any{"Filters": []any{map[string]any{"Pattern": pattern}}}},
+			"TargetParameters": map[string]any{"InputTemplate": tmpl},
+		}},
+		"Small": map[string]any{"Type": "AWS::Pipes::Pipe", "Properties": map[string]any{
+			"Source": map[string]any{"Fn::GetAtt": []any{"In", "Arn"}}, "Target": "arn:aws:sns:us-east-1:123456789012:out",
+		}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in, written := filepath.Join(dir, "big.json"), filepath.Join(dir, "pipes.yaml")
+	if err := os.WriteFile(in, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("input of %d MB", len(doc)>>20)
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"import", "aws", "--from", in, "-o", written}, nil, &out, &errb); code != 2 {
+		t.Fatalf("exit %d, want 2; stderr:\n%.2000s", code, errb.String())
+	}
+	for _, want := range []string{
+		"left out: Resources.Big.Properties.SourceParameters.FilterCriteria.Filters[0].Pattern: the pattern is 4200018 characters long as JSON; at most 4096 are allowed (Pipes' limit); the pipe is not imported",
+		"left out: Resources.Big.Properties.TargetParameters.InputTemplate: the imported target.input_template does not validate: input template is 1048605 characters long; the limit is 8192; the pipe is not imported",
+	} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%.2000s", want, errb.String())
+		}
+	}
+	if len(errb.String()) > 4000 {
+		t.Errorf("the report quotes the input: %d bytes", errb.Len())
+	}
+	t.Setenv("AWS_REGION", "us-east-1")
+	errb.Reset()
+	if code := run(context.Background(), []string{"validate", "-f", written}, nil, &out, &errb); code != 0 {
+		t.Errorf("the written file does not validate: exit %d: %s", code, errb.String())
+	}
+}
+
 // `pipes validate` accepts every golden file of the importer, with the
 // variables its report lists set as a user would set them.
 func TestPipesValidateAcceptsEveryImportedGolden(t *testing.T) {
@@ -209,6 +357,10 @@ func TestPipesValidateAcceptsEveryImportedGolden(t *testing.T) {
 			return "us-east-1"
 		case name == "AWS_ACCOUNT_ID":
 			return "123456789012"
+		case name == "PARTNER_WEBHOOK_URL":
+			return "https://partner.example.com/orders/*/*"
+		case name == "PARTNER_LOOKUP_URL":
+			return "https://partner.example.com/customers/*"
 		case strings.HasSuffix(name, "QUEUE_URL"):
 			return "https://sqs.us-east-1.amazonaws.com/123456789012/q"
 		case strings.HasSuffix(name, "_URL"):

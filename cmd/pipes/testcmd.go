@@ -21,6 +21,7 @@ import (
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/httpcore"
+	"github.com/pipesproject/pipes/internal/validation"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/target/httptarget"
@@ -469,9 +470,9 @@ func loadOffline(args, exclude []string, enrich bool, stderr io.Writer) (map[str
 	}
 	for i := range reports {
 		r := &reports[i]
-		r.Errors = append(r.Errors, compileErrors(reg, r)...)
+		r.Errors = append(r.Errors, validation.Check(reg, r)...)
 		for pos, field := range r.Placeholders {
-			if f := pipeField(field, ""); related(f, "filter") || related(f, "target.input_template") || f == "source.unwrap" || (enrich && related(f, "enrichment")) {
+			if f := validation.PipeField(field, ""); validation.Related(f, "filter") || validation.Related(f, "target.input_template") || f == "source.unwrap" || (enrich && validation.Related(f, "enrichment")) {
 				r.Errors = append(r.Errors, &config.Error{Pos: pos, Field: field,
 					Msg: "uses a variable that is not set and has no default: pipes test needs those of the filter, the input template and unwrap (and the enrichment with --enrich), not the source's or the target's"})
 			}

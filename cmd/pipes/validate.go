@@ -19,6 +19,7 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/validation"
 )
 
 type validateFlags struct {
@@ -115,7 +116,7 @@ func validate(f validateFlags, stdout, stderr io.Writer) error {
 	}
 	for i := range reports {
 		r := &reports[i]
-		r.Errors = append(r.Errors, compileErrors(reg, r)...)
+		r.Errors = append(r.Errors, validation.Check(reg, r)...)
 		sortErrors(r.Errors)
 		fmt.Fprint(stderr, r.String())
 		nErr += len(r.Errors)
@@ -153,109 +154,6 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return strconv.Itoa(n) + " " + what + "s"
-}
-
-// compileErrors are the problems the registry's checks find in the pipes
-// of r (compiling filters, templates, targets), less those about a field
-// the loader already found wrong or one made with a --skip-env
-// placeholder, or about the block or a key of such a field (they would
-// repeat the problem, or be about a placeholder).
-func compileErrors(reg *pipes.Registry, r *config.Report) config.Errors {
-	var out config.Errors
-	for i, p := range r.Pipes {
-		var bad []string
-		for _, e := range r.Errors {
-			if pipeOf(r.Pipes, e.Pos) == i {
-				bad = append(bad, pipeField(e.Field, e.Msg))
-			}
-		}
-		for pos, field := range r.Placeholders {
-			if pipeOf(r.Pipes, pos) == i {
-				bad = append(bad, pipeField(field, ""))
-			}
-		}
-		if p.Source.Type == "" {
-			bad = append(bad, "source")
-		}
-		if p.Target.Type == "" {
-			bad = append(bad, "target")
-		}
-		err := reg.Check([]config.Pipe{p})
-		var errs config.Errors
-		if !errors.As(err, &errs) {
-			if err != nil {
-				out = append(out, &config.Error{Pos: p.Pos, Msg: err.Error()})
-			}
-			continue
-		}
-		for _, e := range errs {
-			f := pipeField(e.Field, e.Msg)
-			if slices.ContainsFunc(bad, func(b string) bool { return related(b, f) }) {
-				continue
-			}
-			if i < len(r.Paths) && r.Paths[i] != "" {
-				e = &config.Error{Pos: e.Pos, Field: join(r.Paths[i], e.Field), Msg: e.Msg}
-			}
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// pipeOf is the index of the pipe pos is in: the last one beginning at or
-// before it (-1 before the first).
-func pipeOf(ps []config.Pipe, pos config.Pos) int {
-	at := -1
-	for i, p := range ps {
-		if p.Pos.Line < pos.Line || (p.Pos.Line == pos.Line && p.Pos.Column <= pos.Column) {
-			at = i
-		}
-	}
-	return at
-}
-
-// pipeField is a field's path inside its pipe ("source.batch_size" of
-// pipes[1].source.batch_size, indexes dropped); a pipe's "X is required"
-// is about X.
-func pipeField(field, msg string) string {
-	if strings.HasPrefix(field, "pipes[") {
-		if _, rest, ok := strings.Cut(field, "]."); ok {
-			field = rest
-		} else {
-			field = ""
-		}
-	}
-	if field == "" {
-		if what, ok := strings.CutSuffix(msg, " is required"); ok {
-			return what
-		}
-		return ""
-	}
-	var b strings.Builder
-	for part := range strings.SplitSeq(field, ".") {
-		part, _, _ = strings.Cut(part, "[")
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(part)
-	}
-	return b.String()
-}
-
-// related reports whether one field is the other or under it.
-func related(a, b string) bool {
-	if a == "" || b == "" {
-		return a == b
-	}
-	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
-}
-
-// join appends field to a pipe's path.
-func join(path, field string) string {
-	if field == "" {
-		return path
-	}
-	return path + "." + field
 }
 
 func sortErrors(es config.Errors) {

@@ -139,3 +139,45 @@ func TestBareJSONPathHeaderAndQueryValuesAreDynamic(t *testing.T) {
 		})
 	}
 }
+
+// path_parameters fill the URL's `*`, one each, in order (Pipes'
+// PathParameterValues), so that the URL may come from a variable: a bare
+// JSON path and a <$.path> placeholder alike are rendered per request,
+// path-escaped; a URL with the wrong number of `*` is refused by New,
+// without quoting it.
+func TestPathParametersFillTheURLsWildcardsInOrder(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.EscapedPath())
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	tg, err := httptarget.New(httptarget.Config{
+		URL: srv.URL + "/tenants/*/orders/*/v*", Batch: false,
+		PathParameters: []string{"$.body.tenant", "<$.body.id>", "2"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := tg.Deliver(context.Background(), []*pipe.Event{recordEvent("m1", `{"tenant":"a/b","id":7}`)}); err != nil || len(res.Failures) > 0 {
+		t.Fatalf("Deliver: %v %v", res, err)
+	}
+	if want := "/tenants/a%2Fb/orders/7/v2"; len(paths) != 1 || paths[0] != want {
+		t.Errorf("paths %v, want %s", paths, want)
+	}
+	for _, tt := range []struct {
+		url    string
+		params []string
+		want   string
+	}{
+		{"https://u:secret@api.example.com/a/*", []string{"x", "y"}, "url has 1 '*' for 2 path_parameters"},
+		{"https://u:secret@api.example.com/a", []string{"$.body.id"}, "url has 0 '*' for 1 path_parameters"},
+	} {
+		_, err := httptarget.New(httptarget.Config{URL: tt.url, PathParameters: tt.params})
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("New(%d path parameters) = %v, want %q without the URL", len(tt.params), err, tt.want)
+		}
+	}
+}

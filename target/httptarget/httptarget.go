@@ -73,12 +73,25 @@ type Config struct {
 	// values placed in the URL are escaped. Header values with placeholders
 	// are not treated as secrets.
 	Query map[string]string
+	// PathParameters fill the `*` of URL, one each, in order, as Pipes
+	// fills an API destination's path wildcards (PathParameterValues):
+	// each a constant, a bare JSON path (`$.body.id`) or text with
+	// placeholders, rendered per request as the URL's placeholders are.
+	// When any is given the URL must have exactly as many `*` (New fails
+	// otherwise), which lets the URL come from a variable.
+	PathParameters []string
 	// Vars are the reserved template variables.
 	Vars template.Vars
 	// Sign, when set, signs each request (AWS SigV4 for API Gateway:
 	// awsclient.RequestSigner); see httpcore.Config.Sign.
 	Sign func(ctx context.Context, r *http.Request, payloadHash string) error
 }
+
+// HasPlaceholder reports whether s holds a Pipes template placeholder
+// (`<$.path>` or a reserved `<aws.pipes.…>` variable), or is as a whole a
+// valid JSON path (`$.body.tenant`, Pipes' dynamic path parameter): such a
+// header or query value is rendered per request.
+func HasPlaceholder(s string) bool { return httpcore.HasPlaceholder(s) }
 
 // Target delivers batches to an HTTP endpoint. It is safe for concurrent
 // use: a pipe calls Deliver from many batches at once, and they share one
@@ -87,7 +100,7 @@ type Target struct {
 	core        *httpcore.Client
 	batch       bool
 	maxParallel int
-	dyn         dynamic
+	dyn         *httpcore.Dynamic
 }
 
 var (
@@ -111,53 +124,19 @@ func (t *Target) AppendsPayloads() {}
 // never contain a header value.
 func New(cfg Config) (*Target, error) {
 	var problems []error
-	dyn := dynamic{vars: cfg.Vars}
-	coreURL, secretURL := cfg.URL, cfg.URL
-	if HasPlaceholder(cfg.URL) {
-		parts, err := parseURL(cfg.URL)
-		if err != nil {
-			return nil, fmt.Errorf("configuring http target: %w", err)
-		}
-		dyn.url = parts
-		coreURL = strings.NewReplacer("<", "", ">", "").Replace(cfg.URL) // for display and checks only
-		secretURL = literalText(parts)
-	}
-	query, err := parseNamed(cfg.Query, "query parameter")
+	dyn, st, err := httpcore.NewDynamic(httpcore.DynamicConfig{
+		URL: cfg.URL, PathParameters: cfg.PathParameters, Query: cfg.Query, Headers: cfg.Headers, Vars: cfg.Vars,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("configuring http target: %w", err)
 	}
-	dyn.query = query
-	// Static query values are secrets, as header values are.
-	var secrets []string
-	for _, v := range cfg.Query {
-		if !HasPlaceholder(v) {
-			secrets = append(secrets, v)
-		}
-	}
-	static := make(map[string]string, len(cfg.Headers))
-	for name, value := range cfg.Headers {
-		if !HasPlaceholder(value) {
-			static[name] = value
-			continue
-		}
-		if !httpcore.IsToken(name) {
-			problems = append(problems, fmt.Errorf("header name %q is not valid", name))
-			continue
-		}
-		tmpl, err := template.ParseParameter(value)
-		if err != nil {
-			problems = append(problems, fmt.Errorf("header %q: %w", name, err))
-			continue
-		}
-		dyn.header = append(dyn.header, namedTemplate{name: name, tmpl: tmpl})
-	}
 	core, err := httpcore.New(httpcore.Config{
-		URL:                coreURL,
+		URL:                st.URL,
 		Method:             cfg.Method,
 		UserAgent:          "pipes",
-		Headers:            static,
-		Secrets:            secrets,
-		SecretURL:          secretURL,
+		Headers:            st.Headers,
+		Secrets:            st.Secrets,
+		SecretURL:          st.SecretURL,
 		Timeout:            cfg.Timeout,
 		InsecureSkipVerify: cfg.InsecureSkipVerify,
 		// Answers are partial batch answers, small: a 1 KB read buffer is
@@ -439,9 +418,9 @@ func (t *Target) sendOne(ctx context.Context, ev *pipe.Event) error {
 // send makes the request req for ev (the record dynamic parameters come
 // from) and classifies its outcome (httpcore.Client.Do).
 func (t *Target) send(ctx context.Context, ev *pipe.Event, req *httpcore.Request) (int, []byte, error) {
-	if !t.dyn.empty() {
+	if !t.dyn.Empty() {
 		var err error
-		if req.URL, req.Header, err = t.dyn.render(t.core.URL(), ev); err != nil {
+		if req.URL, req.Header, err = t.dyn.Render(t.core.URL(), ev); err != nil {
 			return 0, nil, pipe.Permanent(err)
 		}
 	}

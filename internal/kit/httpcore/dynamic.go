@@ -1,11 +1,11 @@
-package httptarget
+package httpcore
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 
-	"github.com/pipesproject/pipes/internal/kit/httpcore"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
@@ -30,10 +30,48 @@ func isDynamicPath(s string) bool {
 	return err == nil
 }
 
-// dynamic renders the parts of a request that come from the record: the
+// DynamicConfig is what a request renders per record: the URL (with path
+// parameters), query parameters and headers of an http target or
+// enrichment. Values are final: `${ENV}` references were resolved by the
+// configuration loader.
+type DynamicConfig struct {
+	// URL is the configured endpoint; its path and query may hold
+	// placeholders (`<$.body.id>`).
+	URL string
+	// PathParameters fill the URL's `*`, one each, in order, as Pipes
+	// fills an API destination's or API Gateway's path wildcards
+	// (PathParameterValues). Each is a constant, a bare JSON path
+	// (`$.body.id`) or text with placeholders. When any is given, the URL
+	// must have exactly as many `*`.
+	PathParameters []string
+	// Query values and Headers values may be constants, bare JSON paths or
+	// text with placeholders.
+	Query   map[string]string
+	Headers map[string]string
+	// Vars are the reserved template variables.
+	Vars template.Vars
+}
+
+// Static is what NewDynamic leaves to the Client: the fields of Config
+// that do not change per record.
+type Static struct {
+	// URL is Config.URL: the URL with its path parameters in place and
+	// the placeholders' angle brackets dropped (for checks and display).
+	URL string
+	// SecretURL is Config.SecretURL: the URL's literal text.
+	SecretURL string
+	// Headers are the headers without placeholders (Config.Headers).
+	Headers map[string]string
+	// Secrets are the constant query values (Config.Secrets): secrets, as
+	// header values are.
+	Secrets []string
+}
+
+// Dynamic renders the parts of a request that come from the record: the
 // URL (each placeholder's value path-escaped, so a value cannot add path
-// segments or a query), query parameters and header values.
-type dynamic struct {
+// segments or a query), query parameters and header values. It is
+// immutable and safe for concurrent use.
+type Dynamic struct {
 	url    []urlPart // nil when the URL is static
 	query  []namedTemplate
 	header []namedTemplate
@@ -50,7 +88,88 @@ type namedTemplate struct {
 	tmpl *template.Template
 }
 
-func (d *dynamic) empty() bool { return d.url == nil && d.query == nil && d.header == nil }
+// NewDynamic splits cfg into what is rendered per record and what is not.
+// Errors name the part at fault and never hold a header or query value or
+// the URL.
+func NewDynamic(cfg DynamicConfig) (*Dynamic, Static, error) {
+	d := &Dynamic{vars: cfg.Vars}
+	raw, err := FillPathParameters(cfg.URL, cfg.PathParameters)
+	if err != nil {
+		return nil, Static{}, err
+	}
+	st := Static{URL: raw, SecretURL: raw}
+	if HasPlaceholder(raw) {
+		parts, err := parseURL(raw)
+		if err != nil {
+			return nil, Static{}, err
+		}
+		d.url = parts
+		st.URL = strings.NewReplacer("<", "", ">", "").Replace(raw) // for display and checks only
+		st.SecretURL = literalText(parts)
+	}
+	var problems []error
+	if d.query, err = parseNamed(cfg.Query, "query parameter"); err != nil {
+		problems = append(problems, err)
+	}
+	for _, v := range cfg.Query {
+		if !HasPlaceholder(v) {
+			st.Secrets = append(st.Secrets, v)
+		}
+	}
+	st.Headers = make(map[string]string, len(cfg.Headers))
+	for name, value := range cfg.Headers {
+		if !HasPlaceholder(value) {
+			st.Headers[name] = value
+			continue
+		}
+		if !IsToken(name) {
+			problems = append(problems, fmt.Errorf("header name %q is not valid", name))
+			continue
+		}
+		tmpl, err := template.ParseParameter(value)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("header %q: %w", name, err))
+			continue
+		}
+		d.header = append(d.header, namedTemplate{name: name, tmpl: tmpl})
+	}
+	if len(problems) > 0 {
+		return nil, Static{}, errors.Join(problems...)
+	}
+	return d, st, nil
+}
+
+// FillPathParameters puts values in place of the `*` of rawURL, one each,
+// in order (Pipes' PathParameterValues); a bare JSON path becomes a
+// `<$.path>` placeholder. With no values rawURL is returned as it is. A
+// URL whose count of `*` differs from len(values) is an error, which does
+// not quote the URL (it may hold credentials).
+func FillPathParameters(rawURL string, values []string) (string, error) {
+	if len(values) == 0 {
+		return rawURL, nil
+	}
+	if n := strings.Count(rawURL, "*"); n != len(values) {
+		return "", fmt.Errorf("url has %d '*' for %d path_parameters: each '*' is filled by one path parameter, in order", n, len(values))
+	}
+	var b strings.Builder
+	rest := rawURL
+	for _, v := range values {
+		i := strings.IndexByte(rest, '*')
+		b.WriteString(rest[:i])
+		if isDynamicPath(v) {
+			v = "<" + v + ">"
+		}
+		b.WriteString(v)
+		rest = rest[i+1:]
+	}
+	b.WriteString(rest)
+	return b.String(), nil
+}
+
+// Empty reports whether nothing is rendered per record.
+func (d *Dynamic) Empty() bool {
+	return d == nil || (d.url == nil && d.query == nil && d.header == nil)
+}
 
 // parseURL splits a URL with placeholders into literal parts and
 // placeholders. The literal parts must form an absolute http(s) URL.
@@ -133,10 +252,12 @@ func parseNamed(m map[string]string, what string) ([]namedTemplate, error) {
 	return out, nil
 }
 
-// render returns the request URL and the rendered headers for an event.
-// As Pipes' dynamic parameters, they are read from the source record, not
-// from the payload an input template or enrichment made.
-func (d *dynamic) render(base string, ev *pipe.Event) (string, [][2]string, error) {
+// Render returns the request URL and the rendered headers for an event,
+// base being the Client's URL. As Pipes' dynamic parameters, they are read
+// from the source record, not from the payload an input template or
+// enrichment made. An error is the record's (a header value with control
+// characters is pipe.Permanent).
+func (d *Dynamic) Render(base string, ev *pipe.Event) (string, [][2]string, error) {
 	rec := &pipe.Event{Message: ev.Message}
 	rec.RecordJSON, _ = ev.Message.JSON()
 	rec.SetBody(ev.Body())
@@ -185,7 +306,7 @@ func (d *dynamic) render(base string, ev *pipe.Event) (string, [][2]string, erro
 		if err != nil {
 			return "", nil, fmt.Errorf("rendering header %q: %w", h.name, err)
 		}
-		if !httpcore.ValidHeaderValue(string(v)) {
+		if !ValidHeaderValue(string(v)) {
 			return "", nil, pipe.Permanent(fmt.Errorf("header %q renders to a value with control characters", h.name))
 		}
 		headers = append(headers, [2]string{h.name, string(v)})
