@@ -367,6 +367,8 @@ func TestPipesValidateAcceptsEveryImportedGolden(t *testing.T) {
 			return "https://api.example.com/x"
 		case strings.HasSuffix(name, "_HOST"):
 			return "broker.example.com"
+		case strings.HasSuffix(name, "FLOW_ARN"): // a state machine's
+			return "arn:aws:states:us-east-1:123456789012:stateMachine:flow"
 		}
 		return "x"
 	}
