@@ -90,3 +90,58 @@ target: {type: http, url: %s}
 		t.Errorf("the queue still has %d visible and %d in-flight messages, want none", visible, inflight)
 	}
 }
+
+// fauxqs only (its receive counts are right): a poison record among 300
+// good ones on a standard queue with maxReceiveCount 3, and a target that
+// answers 500 to any batch holding it. The pipe bisects the batch (as on
+// RabbitMQ): the good messages are delivered, the poison fails alone and
+// is dead-lettered by the queue's redrive policy, nothing is left in the
+// queue. Before, the halves' whole failures counted towards the breaker
+// before their siblings' answers came: the circuit opened on the poison's
+// own halves, and with no other traffic no probe closed it again, so the
+// drain never ended.
+//
+// Not on a FIFO queue of one message group: there the poison, once alone,
+// blocks its group, so no other message can show that the target works,
+// and its whole failures stay an outage (held, probed; nothing lost). That
+// limit is in pipe/doc.go.
+func TestAPoisonBatchOnSQSIsBisected(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a poison message through its 3 receives")
+	}
+	fakeAWSEnv(t)
+	endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
+	client := sqstest.ClientOf(t, sqstest.Fauxqs)
+	queueURL, dlqURL := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 3 * time.Second, MaxReceiveCount: 3})
+	const n, poison = 300, 137
+	bodies := make([]string, n)
+	for i := range bodies {
+		bodies[i] = fmt.Sprintf(`{"n":%d}`, i)
+		if i == poison {
+			bodies[i] = fmt.Sprintf(`{"n":%d,"poison":true}`, i)
+		}
+	}
+	sqstest.SendBodies(t, client, queueURL, bodies...)
+	srv, taken := poisonServer(t, sqsRecord)
+	built := buildPipe(t, pipes.NewRegistry(), pipes.Env{Drain: true}, fmt.Sprintf(`
+name: poison
+source: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1, wait_time: 1s, batch_size: 10, max_concurrency: 5}
+target: {type: http, url: %s}
+`, queueURL, endpoint, srv.URL))
+	start := time.Now()
+	runUntilDrained(t, 2*time.Minute, built)
+	dead := sqstest.DrainBodies(t, client, dlqURL)
+	got, poisoned := taken()
+	t.Logf("drained in %v; %d calls failed for the poison", time.Since(start).Round(time.Millisecond), poisoned)
+	if len(dead) != 1 || !strings.Contains(dead[0], "poison") {
+		t.Errorf("dead-lettered %q, want the poison only", dead)
+	}
+	for i, b := range bodies {
+		if i != poison && got[b] == 0 {
+			t.Errorf("%s was never delivered", b)
+		}
+	}
+	if visible, inflight := sqstest.Count(t, client, queueURL); visible+inflight != 0 {
+		t.Errorf("the queue still has %d visible and %d in-flight messages, want none", visible, inflight)
+	}
+}

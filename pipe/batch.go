@@ -441,6 +441,7 @@ func (p *Pipe) settleBatch(ctx context.Context, batch []*delivery, v []verdict, 
 	s := settling{batch: batch, v: v, err: batchErr, start: start, h: h}
 	p.judgeOutages(&s)
 	p.giveVerbs(ctx, &s)
+	s.discountHalf(probe)
 	p.reportBatch(ctx, &s)
 	p.mu.Lock()
 	p.sched.inflight--
@@ -478,6 +479,15 @@ type settling struct {
 	acked, failed, onWayToDLQ int
 	state                     targetState
 	throttled                 bool
+}
+
+// discountHalf keeps the whole failure of a half that bisect split off
+// from counting towards the breaker (heldBatch.half), unless it was the
+// probe of an open circuit, whose failures space the probes out.
+func (s *settling) discountHalf(probe bool) {
+	if !probe && s.h != nil && s.h.half && s.state == targetDown {
+		s.state = targetUnknown
+	}
 }
 
 // nak adds a release (Nak, visible at once) of each of ds.
@@ -622,7 +632,7 @@ func (p *Pipe) placeOutagesLocked(s *settling, release bool) (busy []*delivery) 
 		if s.h != nil {
 			failedAt = s.h.failedAt
 		}
-		p.holdLocked(s.outages, s.tries+1, failedAt, s.rest)
+		p.holdLocked(s.outages, s.tries+1, failedAt, s.rest, s.h != nil && s.h.half)
 	}
 	s.rest = nil // held with them
 	return s.outages
@@ -645,7 +655,7 @@ func (p *Pipe) placeRestLocked(s *settling, release bool) (busy []*delivery) {
 			s.items = append(s.items, p.failItem(d, nil))
 		}
 	default:
-		p.keepLocked(heldBatch{ds: s.rest, at: time.Now(), tries: s.tries, failedAt: s.h.failedAt})
+		p.keepLocked(heldBatch{ds: s.rest, at: time.Now(), tries: s.tries, failedAt: s.h.failedAt, half: s.h.half})
 		return s.rest
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 // a target that cannot parse one record fails the whole request; other
 // batches it takes. It records the good bodies in the order it took them.
 type poisonTarget struct {
+	slow      time.Duration // how long a batch without the poison takes
 	mu        sync.Mutex
 	delivered []string
 	poisoned  int // calls failed for the poison
@@ -28,14 +30,17 @@ type poisonTarget struct {
 
 func (t *poisonTarget) Deliver(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
 	time.Sleep(2 * time.Millisecond)
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	for _, ev := range events {
 		if strings.Contains(ev.Message.Body, "poison") {
+			t.mu.Lock()
+			defer t.mu.Unlock()
 			t.poisoned++
 			return pipe.Result{}, errors.New("HTTP 500 Internal Server Error")
 		}
 	}
+	time.Sleep(t.slow)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for _, ev := range events {
 		t.delivered = append(t.delivered, ev.Message.Body)
 	}
@@ -125,6 +130,37 @@ func TestAPoisonBatchIsBisectedAndThePoisonDeadLettered(t *testing.T) {
 				t.Errorf("messages_dead_lettered_total = %v, want 1 (the poison)", got)
 			}
 		})
+	}
+}
+
+// The halves of a poison batch fail before their siblings are answered
+// (the target fails the poison at once and takes 200 ms for the others):
+// those failures tell of the batch, not of the target, and do not count
+// towards the breaker. Before, they did: three of them opened the
+// circuit while the target worked, polling paused, and with nothing else
+// to probe with the poison was probed alone until the end of the drain.
+func TestAPoisonsHalvesDoNotOpenTheCircuit(t *testing.T) {
+	b := memory.NewBroker()
+	q := newQueue(t, b, "orders", memory.Options{VisibilityTimeout: time.Second, MaxReceiveCount: 3, DeadLetterQueue: "orders-dlq"})
+	const n, poison = 40, 17
+	bs := bodies(n, `{"n":%d}`)
+	bs[poison] = `{"n":17,"poison":true}`
+	send(t, q, bs...)
+	c := newCapture()
+	target := &poisonTarget{slow: 200 * time.Millisecond}
+	runDrain(t, pipe.Options{Name: "orders", Source: drainable{q}, Target: target, Logger: slog.New(c),
+		BatchSize: 10, InitialConcurrency: 5, MaxConcurrency: 5})
+	if opened := c.atOrAbove(slog.LevelInfo, "circuit open"); len(opened) > 0 {
+		t.Errorf("the circuit opened on the poison's halves: %+v", opened[0])
+	}
+	dlq, _ := b.Lookup("orders-dlq")
+	if dead := dlq.Snapshot(); len(dead) != 1 || !strings.Contains(dead[0].Body, "poison") {
+		t.Errorf("dead-lettered %v, want the poison only", dead)
+	}
+	target.mu.Lock()
+	defer target.mu.Unlock()
+	if len(target.delivered) < n-1 {
+		t.Errorf("%d good messages delivered, want %d", len(target.delivered), n-1)
 	}
 }
 

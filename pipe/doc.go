@@ -153,7 +153,10 @@
 //
 //   - a held batch that fails whole again is split in halves, each held
 //     as its own batch and sent at once (a split counts nothing; a half
-//     that goes through shows whether the target works);
+//     that goes through shows whether the target works; a half's own
+//     whole failures do not count towards the breaker either, since its
+//     sibling's answer may still be on its way: counted, a poison's halves
+//     opened the circuit by themselves);
 //   - when the target answered a batch that started after this batch's
 //     last failure (for a half: after the split; for a RabbitMQ copy:
 //     after Defer moved it, DeferralTeller) the failure is in the batch:
@@ -181,7 +184,10 @@
 // nothing of the target: it is retried, and while the circuit is open the
 // probes alternate between it and a fresh batch, so that the first other
 // message that goes through closes the circuit and lets the bisection
-// go on.
+// go on. On a FIFO queue of one message group the poison, once alone,
+// blocks its group, so that no other message can show the target works
+// until other groups bring traffic: it stays an outage (held, probed,
+// nothing lost) meanwhile.
 //
 // The circuit breaker (breaker.go; the pipe feeds it in tripLocked) opens
 // after three outage batches in a row: polling pauses and one probe batch goes to the target at 1 s, 2 s,

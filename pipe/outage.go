@@ -63,15 +63,22 @@ type heldBatch struct {
 	// until is when the first of them must be given back (HoldLimiter:
 	// RabbitMQ's consumer_timeout); zero: no limit.
 	until time.Time
+	// half: split off by bisect (or what follows such a part in its FIFO
+	// group). Its whole failures do not count towards the breaker: they
+	// tell of the batch it came from, whose own failures counted, and its
+	// sibling, sent at the same moment, may not have been answered yet.
+	// Counted, a poison's halves opened the circuit before the siblings'
+	// answers came, and with no other traffic no probe closed it again.
+	half bool
 }
 
 // holdLocked keeps outage deliveries in the pipe to go again after the
 // backoff of tries. p.mu is held.
-func (p *Pipe) holdLocked(ds []*delivery, tries int, failedAt time.Time, rest []*delivery) {
+func (p *Pipe) holdLocked(ds []*delivery, tries int, failedAt time.Time, rest []*delivery, half bool) {
 	if len(ds) == 0 {
 		return
 	}
-	p.keepLocked(heldBatch{ds: ds, at: time.Now().Add(outageRetry.Delay(tries)), tries: tries, failedAt: failedAt, rest: rest})
+	p.keepLocked(heldBatch{ds: ds, at: time.Now().Add(outageRetry.Delay(tries)), tries: tries, failedAt: failedAt, rest: rest, half: half})
 }
 
 // keepLocked holds h. p.mu is held.
@@ -111,7 +118,7 @@ func (p *Pipe) undeferred(ds []*delivery) {
 		p.giveBack(append(back, ds...))
 		return
 	}
-	p.holdLocked(ds, max(p.circuit.streak, 1), time.Now(), nil)
+	p.holdLocked(ds, max(p.circuit.streak, 1), time.Now(), nil, false)
 	p.mu.Unlock()
 	p.giveBack(back)
 	p.signal()
@@ -290,7 +297,7 @@ func (p *Pipe) bisect(batch []*delivery, v []verdict, h *heldBatch) (split, judg
 func (p *Pipe) splitLocked(ds []*delivery, rest []*delivery) {
 	now := time.Now()
 	half := func(part, rest []*delivery) {
-		p.keepLocked(heldBatch{ds: part, at: now, failedAt: now, rest: rest})
+		p.keepLocked(heldBatch{ds: part, at: now, failedAt: now, rest: rest, half: true})
 	}
 	if !p.info.FIFO {
 		m := len(ds) / 2
