@@ -167,15 +167,14 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	awsCfg, ov, err := awsclient.Configure(ctx, awsclient.Client{
+		What: "the CloudWatch Logs target " + cfg.LogGroup, AWSConfig: cfg.AWSConfig,
+		Region: cfg.Region, RegionGuess: awsclient.RegionFromARN(cfg.LogGroup),
+		Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration for the CloudWatch Logs target %s: %w", cfg.LogGroup, err)
+		return nil, err
 	}
-	region, ok := awsclient.Region(awsCfg, cfg.Region, awsclient.RegionFromARN(cfg.LogGroup))
-	if !ok {
-		return nil, fmt.Errorf("configuring the CloudWatch Logs target %s: no AWS region: set the target's region, AWS_REGION or a profile's region", cfg.LogGroup)
-	}
-	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
 	t.api = cloudwatchlogs.NewFromConfig(awsCfg, func(o *cloudwatchlogs.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return t, nil
 }

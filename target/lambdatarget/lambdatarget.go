@@ -156,13 +156,13 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("configuring the Lambda target %s: %w", cfg.FunctionName, errors.Join(problems...))
 	}
-	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	awsCfg, ov, err := awsclient.Configure(ctx, awsclient.Client{
+		What: "the Lambda target " + cfg.FunctionName, AWSConfig: cfg.AWSConfig,
+		Region: cfg.Region, RegionGuess: awsclient.RegionFromARN(cfg.FunctionName),
+		Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration for the Lambda target %s: %w", cfg.FunctionName, err)
-	}
-	region, ok := awsclient.Region(awsCfg, cfg.Region, awsclient.RegionFromARN(cfg.FunctionName))
-	if !ok {
-		return nil, fmt.Errorf("configuring the Lambda target %s: no AWS region: set the target's region, AWS_REGION or a profile's region", cfg.FunctionName)
+		return nil, err
 	}
 	t := &Target{function: cfg.FunctionName, invoke: invoke, timeout: cfg.Timeout, log: cfg.Logger}
 	if t.timeout == 0 {
@@ -171,7 +171,6 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
-	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
 	t.api = lambda.NewFromConfig(awsCfg, func(o *lambda.Options) { ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions) })
 	return t, nil
 }

@@ -182,13 +182,13 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("configuring the Step Functions target %s: %w", cfg.StateMachineARN, errors.Join(problems...))
 	}
-	awsCfg, err := awsclient.Load(ctx, cfg.AWSConfig)
+	awsCfg, ov, err := awsclient.Configure(ctx, awsclient.Client{
+		What: "the Step Functions target " + cfg.StateMachineARN, AWSConfig: cfg.AWSConfig,
+		Region: cfg.Region, RegionGuess: awsclient.RegionFromARN(cfg.StateMachineARN),
+		Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration for the Step Functions target %s: %w", cfg.StateMachineARN, err)
-	}
-	region, ok := awsclient.Region(awsCfg, cfg.Region, awsclient.RegionFromARN(cfg.StateMachineARN))
-	if !ok {
-		return nil, fmt.Errorf("configuring the Step Functions target %s: no AWS region: set the target's region, AWS_REGION or a profile's region", cfg.StateMachineARN)
+		return nil, err
 	}
 	t := &Target{arn: cfg.StateMachineARN, sync: sync, timeout: cfg.Timeout, log: cfg.Logger}
 	if t.timeout == 0 {
@@ -197,7 +197,6 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
-	ov := awsclient.Overrides{Region: region, Endpoint: cfg.Endpoint, OnCall: cfg.OnCall, Logger: cfg.Logger}
 	t.api = sfn.NewFromConfig(awsCfg, func(o *sfn.Options) {
 		ov.Apply(&o.Region, &o.BaseEndpoint, &o.APIOptions)
 		// Endpoint, or the SDK's own (AWS_ENDPOINT_URL_SFN, a profile's
