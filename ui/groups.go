@@ -126,14 +126,14 @@ func NormalizeError(s string) string {
 	// number), for the HTTP status rule.
 	var prev, prev2, prev3 string
 	for i := 0; i < len(s); {
-		if !isWordByte(s[i]) {
+		if wordAt(s, i) == 0 {
 			b.WriteByte(s[i])
 			i++
 			continue
 		}
 		j := i
-		for j < len(s) && isWordByte(s[j]) {
-			j++
+		for n := wordAt(s, j); n > 0; n = wordAt(s, j) {
+			j += n
 		}
 		w := normalizeWord(s[i:j], prev, prev2, prev3)
 		b.WriteString(w)
@@ -141,6 +141,26 @@ func NormalizeError(s string) string {
 		i = j
 	}
 	return b.String()
+}
+
+// idMark is what an id is written out as. It counts as a part of the
+// word around it, so that a word whose part became <id> is read as the
+// same word again (0A00-A000-<id>, not 0A00-A000- and <id>) and a
+// normalised text normalises to itself.
+const idMark = "<id>"
+
+// wordAt is how many bytes of s at i belong to a word: one for a word
+// byte, four for idMark, none for anything else.
+func wordAt(s string, i int) int {
+	switch {
+	case i >= len(s):
+		return 0
+	case isWordByte(s[i]):
+		return 1
+	case strings.HasPrefix(s[i:], idMark):
+		return len(idMark)
+	}
+	return 0
 }
 
 func isWordByte(c byte) bool {
@@ -160,7 +180,7 @@ func normalizeWord(w, prev, prev2, prev3 string) string {
 		return w
 	}
 	if isHexID(w) {
-		return "<id>"
+		return idMark
 	}
 	if isNumber(w) {
 		if len(w) == 3 && w[0] >= '1' && w[0] <= '5' && statusContext(prev, prev2, prev3) {
@@ -210,7 +230,7 @@ func normalizePart(p string) string {
 		return "N" + p[i:] // 250ms, 3s, 12KB
 	}
 	if len(p) >= 6 {
-		return "<id>"
+		return idMark
 	}
 	return p
 }
