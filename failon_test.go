@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // fail_on, as the examples write it: the path form matches the record's
@@ -47,7 +48,7 @@ func TestFailOnMatchesAPathOrText(t *testing.T) {
 			}
 			var evs []*pipe.Event
 			for id, body := range bodies {
-				evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: id, Body: body}, RecordJSON: []byte(body)})
+				evs = append(evs, &pipe.Event{Message: &source.Message{MessageID: id, Body: body}, RecordJSON: []byte(body)})
 			}
 			r, err := tg.Deliver(context.Background(), evs)
 			if err != nil {

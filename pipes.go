@@ -37,6 +37,7 @@ import (
 	"github.com/pipesproject/pipes/internal/budget"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/retry"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/source/sqs"
 	"github.com/pipesproject/pipes/target/httptarget"
@@ -97,7 +98,7 @@ func (e *Env) defaults() {
 // SourceFactory makes the source of a pipe from its spec. It may do I/O
 // (preloading a file) but should not contact the queue: the pipe opens the
 // source when it runs.
-type SourceFactory func(ctx context.Context, spec config.Pipe, env *Env) (pipe.Source, error)
+type SourceFactory func(ctx context.Context, spec config.Pipe, env *Env) (source.Source, error)
 
 // TargetFactory makes the target of a pipe from its spec.
 type TargetFactory func(ctx context.Context, spec config.Pipe, env *Env) (pipe.Target, error)
@@ -228,7 +229,7 @@ func (r *Registry) Check(specs []config.Pipe) error {
 			// Catches bad placeholders in the url, query and headers; no I/O.
 			if t, err := newHTTPTarget(context.Background(), s, &Env{Logger: slog.New(slog.DiscardHandler)}); err != nil {
 				errs = append(errs, &config.Error{Pos: s.Target.Pos, Field: "target", Msg: err.Error()})
-			} else if c, ok := t.(pipe.Closer); ok {
+			} else if c, ok := t.(interface{ Close(context.Context) error }); ok {
 				_ = c.Close(context.Background())
 			}
 		}
@@ -369,12 +370,12 @@ func (r *Registry) build(ctx context.Context, s config.Pipe, env *Env) (*pipe.Pi
 // unwrapKind maps the file's `unwrap:` value to the runtime's.
 func unwrapKind(v string) string {
 	if v == "none" {
-		return pipe.UnwrapNone
+		return source.UnwrapNone
 	}
 	return v
 }
 
-func newSQSSource(ctx context.Context, s config.Pipe, env *Env) (pipe.Source, error) {
+func newSQSSource(ctx context.Context, s config.Pipe, env *Env) (source.Source, error) {
 	m, name := env.Metrics, s.Name
 	payloads, err := sqsPayloads(ctx, s, env)
 	if err != nil {
@@ -406,7 +407,7 @@ func (m memorySource) Pending(context.Context) (int, error) {
 	return st.Visible + st.InFlight + st.Delayed, nil
 }
 
-func newMemorySource(ctx context.Context, s config.Pipe, env *Env) (pipe.Source, error) {
+func newMemorySource(ctx context.Context, s config.Pipe, env *Env) (source.Source, error) {
 	opts := memory.Options{
 		FIFO:              s.Source.FIFO,
 		VisibilityTimeout: s.Source.VisibilityTimeout,

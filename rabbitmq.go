@@ -5,13 +5,14 @@ import (
 
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	rabbitsource "github.com/pipesproject/pipes/source/rabbitmq"
 	rabbittarget "github.com/pipesproject/pipes/target/rabbitmq"
 )
 
 // newRabbitSource builds a `type: rabbitmq` source of pipe s. It does no
 // network I/O: the pipe opens it.
-func newRabbitSource(_ context.Context, s config.Pipe, env *Env) (pipe.Source, error) {
+func newRabbitSource(_ context.Context, s config.Pipe, env *Env) (source.Source, error) {
 	src := s.Source
 	return rabbitsource.New(rabbitsource.Config{
 		URL: src.URL, Queue: src.Queue, Prefetch: src.Prefetch,

@@ -8,7 +8,7 @@ import (
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/internal/s3payload"
 	"github.com/pipesproject/pipes/internal/sqsname"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/sqs"
 	"github.com/pipesproject/pipes/target/sqstarget"
 )
@@ -21,8 +21,8 @@ import (
 func sqsPayloads(ctx context.Context, s config.Pipe, env *Env) (*sqs.Payloads, error) {
 	src := s.Source
 	p := &sqs.Payloads{
-		Pointers: src.Unwrap == pipe.UnwrapS3Pointer || src.Unwrap == pipe.UnwrapAuto,
-		Events:   src.Unwrap == pipe.UnwrapS3Event || src.Unwrap == pipe.UnwrapAuto,
+		Pointers: src.Unwrap == source.UnwrapS3Pointer || src.Unwrap == source.UnwrapAuto,
+		Events:   src.Unwrap == source.UnwrapS3Event || src.Unwrap == source.UnwrapAuto,
 		Delete:   src.DeletePayloads,
 	}
 	if !p.Pointers && !p.Events {

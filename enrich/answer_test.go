@@ -6,12 +6,13 @@ import (
 
 	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 func testEvents(ids ...string) []*pipe.Event {
 	evs := make([]*pipe.Event, len(ids))
 	for i, id := range ids {
-		evs[i], _ = pipe.NewEvent(&pipe.Message{MessageID: id, Body: `{"k":1}`})
+		evs[i], _ = pipe.NewEvent(&source.Message{MessageID: id, Body: `{"k":1}`})
 	}
 	return evs
 }

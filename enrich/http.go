@@ -100,7 +100,6 @@ type HTTP struct {
 
 var (
 	_ pipe.Enricher = (*HTTP)(nil)
-	_ pipe.Closer   = (*HTTP)(nil)
 )
 
 // NewHTTP checks cfg and returns the enrichment. It does not connect.

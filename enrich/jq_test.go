@@ -7,10 +7,11 @@ import (
 
 	"github.com/pipesproject/pipes/enrich"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 func event(id, body string) *pipe.Event {
-	ev, _ := pipe.NewEvent(&pipe.Message{MessageID: id, Body: body, Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+	ev, _ := pipe.NewEvent(&source.Message{MessageID: id, Body: body, Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
 	return ev
 }
 

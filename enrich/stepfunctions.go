@@ -63,7 +63,6 @@ type StepFunctions struct {
 
 var (
 	_ pipe.Enricher = (*StepFunctions)(nil)
-	_ pipe.Closer   = (*StepFunctions)(nil)
 )
 
 // NewStepFunctions checks cfg and builds the Step Functions client. It

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // benchPattern has five fields on the body: exact, prefix, numeric, a list
@@ -33,7 +34,7 @@ func benchBody() string {
 	return body
 }
 
-func benchSetup(b *testing.B) (*Patterns, *pipe.Message) {
+func benchSetup(b *testing.B) (*Patterns, *source.Message) {
 	ps, err := CompilePatterns([]string{benchPattern})
 	if err != nil {
 		b.Fatal(err)

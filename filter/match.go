@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/jsonvalue"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 var _ pipe.Filter = (*Patterns)(nil)
@@ -213,7 +214,7 @@ func (f *fieldNode) matchRecord(r *record) bool {
 // SQS's (RabbitMQ): its body field as an SQS body (decoded when it is JSON,
 // else the base64 text the record carries), messageId, and the record's
 // other filterable fields decoded.
-func (f *fieldNode) matchShaped(r *record, rec *pipe.Record) bool {
+func (f *fieldNode) matchShaped(r *record, rec *source.Record) bool {
 	m := r.ev.Message
 	switch {
 	case f.key == "messageId":

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // rabbitEvent is an event of a Pipes RabbitMQ record (SPEC.md §2.2) whose
@@ -21,7 +22,7 @@ func rabbitEvent(t *testing.T, body string) *pipe.Event {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m pipe.Message
+	var m source.Message
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}

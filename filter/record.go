@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/jsonvalue"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // recordField names a top-level field of the SQS record as patterns see it.
@@ -70,7 +71,7 @@ func (r *record) messageAttributes() map[string]any {
 
 // messageAttributesValue is the generic JSON form of message attributes,
 // as the record's JSON encodes them (binary values in base64).
-func messageAttributesValue(attrs map[string]pipe.MessageAttribute) map[string]any {
+func messageAttributesValue(attrs map[string]source.MessageAttribute) map[string]any {
 	out := make(map[string]any, len(attrs))
 	for name, a := range attrs {
 		v := map[string]any{
@@ -144,7 +145,7 @@ func RecordValue(ev *pipe.Event) map[string]any {
 // shapedValue is the generic JSON form of a record of another shape than
 // SQS's (RabbitMQ): its fields decoded, the body field decoded when the
 // body is JSON and the record's base64 text otherwise.
-func shapedValue(m *pipe.Message, body any, isJSON bool) map[string]any {
+func shapedValue(m *source.Message, body any, isJSON bool) map[string]any {
 	rec := make(map[string]any, len(m.Record.Fields)+1)
 	rec["messageId"] = m.MessageID
 	for _, f := range m.Record.Fields {
@@ -234,7 +235,7 @@ func withFloats(v any) (any, bool) {
 
 // envelopeValue is the decoded envelope the pipe unwrapped the body from
 // (source `unwrap:`), and false when there is none.
-func envelopeValue(m *pipe.Message) (any, bool) {
+func envelopeValue(m *source.Message) (any, bool) {
 	if len(m.Envelope) == 0 {
 		return nil, false
 	}

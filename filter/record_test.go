@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 func ptr[T any](v T) *T { return &v }
 
 // testMessage is an SQS record as a source makes it.
-func testMessage(body string) *pipe.Message {
-	return &pipe.Message{
+func testMessage(body string) *source.Message {
+	return &source.Message{
 		MessageID:     "059f36b4-87a3-44ab-83d2-661975830a7d",
 		ReceiptHandle: "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a",
 		Body:          body,
@@ -21,7 +22,7 @@ func testMessage(body string) *pipe.Message {
 			"SenderId":                         "AIDAIENQZJOLO23YVJ4VO",
 			"ApproximateFirstReceiveTimestamp": "1545082649185",
 		},
-		MessageAttributes: map[string]pipe.MessageAttribute{
+		MessageAttributes: map[string]source.MessageAttribute{
 			"tenant": {StringValue: ptr("acme"), DataType: "String"},
 			"blob":   {BinaryValue: []byte("hi"), DataType: "Binary"},
 		},

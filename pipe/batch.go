@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/source"
 )
 
 // outcome is what happened to one message; the pipe settles it accordingly.
@@ -347,7 +348,7 @@ func (p *Pipe) judgeTarget(ctx context.Context, j *judgement, events []*Event, r
 // records (Message.Split) that pass the filter, and returns the message's
 // verdict so far: none while any record goes on, outFiltered when none does,
 // a failure when one could not be encoded or filtered.
-func (p *Pipe) splitEvents(ctx context.Context, m *Message, events *[]*Event) verdict {
+func (p *Pipe) splitEvents(ctx context.Context, m *source.Message, events *[]*Event) verdict {
 	passed := 0
 	for _, r := range m.Split {
 		ev, err := NewEvent(r)

@@ -7,122 +7,8 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/jsonvalue"
+	"github.com/pipesproject/pipes/source"
 )
-
-// Source is a queue a pipe polls and settles, in the broker-neutral verbs
-// of a delivery (see delivery): Ack and Nak here, InProgress and Term as
-// the optional abilities Extender and Terminator. The pipe's settler is the
-// only caller of the settling methods: a source never acks or gives back
-// on its own.
-//
-// The settling methods take many messages per call (the settler gathers
-// them, at most MaxReceive per call for acks). A message whose entry
-// failed is reported by a *SettleError keyed by its receipt handle; the
-// others were settled. Any other error means nothing is known to have been
-// settled.
-//
-// Implementations must be safe for concurrent use: the pipe calls Receive
-// from several pollers and settles from several workers at once.
-type Source interface {
-	// Receive long-polls for up to max messages (1..10). It blocks until
-	// messages arrive, the source's wait time passes (then it returns no
-	// messages and a nil error), or ctx is done (then it returns ctx's error
-	// and no messages: a cancelled receive must not swallow messages). An
-	// error means nothing was received.
-	Receive(ctx context.Context, max int) ([]*Message, error)
-	// Ack settles the messages as done: they are removed for good (SQS:
-	// DeleteMessageBatch; RabbitMQ: basic.ack). Entries that fail are
-	// retried inside Ack; those that still fail are reported by a
-	// *SettleError.
-	Ack(ctx context.Context, msgs []*Message) error
-	// Nak gives the messages back to be delivered again after delay: 0 at
-	// once (SQS: visibility 0; RabbitMQ: reject with requeue), more later
-	// (SQS: visibility delay; RabbitMQ: held or re-published after delay).
-	// Failures are reported like Ack's; a message whose Nak failed comes
-	// back when its current lease ends.
-	Nak(ctx context.Context, msgs []*Message, delay time.Duration) error
-}
-
-// Extender is a Source whose deliveries are leases that end on their own
-// (SQS's visibility timeout): InProgress extends them. The settler's
-// heartbeat calls Extend for messages still being worked on, never after
-// their final verb. Failures are reported like Ack's.
-type Extender interface {
-	Extend(ctx context.Context, msgs []*Message, d time.Duration) error
-}
-
-// Terminator is a Source with dead-lettering of its own (RabbitMQ: nack
-// without requeue to the queue's dead-letter exchange). The settler uses
-// it for Term when the pipe has no dead_letter target. Failures are
-// reported like Ack's.
-type Terminator interface {
-	Term(ctx context.Context, msgs []*Message) error
-}
-
-// CancelSafe is a Source whose Receive may be cancelled without taking a
-// message it does not return (RabbitMQ and memory: what arrives waits in
-// the source). A pipe cancels such receives at once when it stops; an SQS
-// long poll, which a server may still hand a message after the client gave
-// up, is waited for instead.
-type CancelSafe interface {
-	ReceiveIsCancelSafe()
-}
-
-// AttemptCounter is a Source that knows better than ApproximateReceiveCount
-// how often a message was delivered (RabbitMQ's x-delivery-count or
-// x-death). Without it the attempt count is Message.ReceiveCount.
-type AttemptCounter interface {
-	Attempts(m *Message) int
-}
-
-// AckObserver is a Source that acts once messages are deleted for good:
-// the SQS source deletes their offloaded S3 payloads (`delete_payloads`).
-// The settler calls Acked after each Ack call with the messages whose
-// delete succeeded; never with one whose delete failed, nor with one sent
-// to the pipe's dead-letter target (its copy there still points at the
-// payload). The messages are settled already: Acked cannot fail them. It
-// blocks a settler worker: it should return within ctx's deadline, and it
-// must be safe for concurrent use (several workers ack at once).
-type AckObserver interface {
-	Acked(ctx context.Context, msgs []*Message)
-}
-
-// Opener is a Source that must be opened before its first Receive, e.g. to
-// resolve its queue and read its attributes. Open is called once.
-type Opener interface {
-	Open(ctx context.Context) (SourceInfo, error)
-}
-
-// Closer is a Source or Target that holds resources to release once the
-// pipe has stopped and settled everything.
-type Closer interface {
-	Close(ctx context.Context) error
-}
-
-// SourceInfo describes the queue behind a source, as read when it opens.
-type SourceInfo struct {
-	// ARN identifies the queue in records and logs.
-	ARN string
-	// FIFO is true for queues that keep order per message group.
-	FIFO bool
-	// VisibilityTimeout is how long a receive hides a message.
-	VisibilityTimeout time.Duration
-	// MaxReceiveCount is the redrive policy's maxReceiveCount, 0 without one.
-	MaxReceiveCount int
-	// DeadLetterARN is the redrive policy's dead-letter queue, "" without one.
-	DeadLetterARN string
-	// OwnAdvice is true when the source logs its own advice on how its
-	// queue dead-letters (RabbitMQ: its dead-letter exchange and delivery
-	// limit) and deliveries are no leases that a crash waits out: the
-	// pipe then gives none of the AWS advice on redrive policies and
-	// visibility timeouts.
-	OwnAdvice bool
-	// InProcess is true for a queue that lives in the process (the memory
-	// source): a crash loses it, so the pipe gives no advice on its
-	// visibility timeout, and it warns of a missing redrive policy at the
-	// first failed message rather than at start.
-	InProcess bool
-}
 
 // Event is one item on its way through a pipe: the message it came from and
 // the payload the next stage gets. Filters, templates and jq share its
@@ -130,7 +16,7 @@ type SourceInfo struct {
 type Event struct {
 	// Message is the source message this event came from; its MessageID is
 	// the item identifier of partial batch answers.
-	Message *Message
+	Message *source.Message
 	// RecordJSON is what the target receives for this item: by default the
 	// record's JSON. An input template or enrichment replaces it.
 	RecordJSON []byte
@@ -138,7 +24,7 @@ type Event struct {
 	// (sqs, sns) attach to what they send, besides any of their own. The
 	// dead-letter stage puts the failure context here (ErrorCode,
 	// ErrorMessage, pipes-stage, …). Nil for ordinary events.
-	Attributes map[string]MessageAttribute
+	Attributes map[string]source.MessageAttribute
 
 	bodyOnce sync.Once
 	body     any
@@ -202,7 +88,7 @@ func (e *Event) SetBody(v any, isJSON bool) {
 }
 
 // NewEvent makes the event of a message with the record's JSON as payload.
-func NewEvent(m *Message) (*Event, error) {
+func NewEvent(m *source.Message) (*Event, error) {
 	b, err := m.JSON()
 	if err != nil {
 		return nil, fmt.Errorf("encoding record %s: %w", m.MessageID, err)
@@ -219,6 +105,10 @@ func NewEvent(m *Message) (*Event, error) {
 // A nil error with an empty Result means every event succeeded. A Result
 // naming items fails just those. A non-nil error fails the whole batch; wrap
 // it with Permanent or Throttled to say what kind of failure it is.
+//
+// A Target (or Enricher) that holds resources has a method
+// Close(ctx context.Context) error: the pipe calls it once, when Run has
+// settled everything, as it closes a source.Closer.
 type Target interface {
 	Deliver(ctx context.Context, events []*Event) (Result, error)
 }

@@ -3,6 +3,8 @@ package pipe
 import (
 	"testing"
 	"time"
+
+	"github.com/pipesproject/pipes/source"
 )
 
 func TestControllerScaling(t *testing.T) {
@@ -116,7 +118,7 @@ func TestBackoffDelay(t *testing.T) {
 
 func TestApplyFIFOFailsTheRestOfAGroupAfterItsFirstFailure(t *testing.T) {
 	mk := func(id, group string) *delivery {
-		return &delivery{Message: &Message{MessageID: id, Attributes: map[string]string{AttrMessageGroupID: group}}}
+		return &delivery{Message: &source.Message{MessageID: id, Attributes: map[string]string{source.AttrMessageGroupID: group}}}
 	}
 	items := []*delivery{mk("a1", "a"), mk("b1", "b"), mk("a2", "a"), mk("b2", "b"), mk("a3", "a")}
 	v := []verdict{{outcome: outSucceeded}, {outcome: outSucceeded}, {outcome: outFailedRetry}, {outcome: outSucceeded}, {outcome: outFiltered}}

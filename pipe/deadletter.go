@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/source"
 )
 
 // Message attributes the dead-letter stage puts on each item it sends,
@@ -40,7 +41,7 @@ func (p *Pipe) deadLetterable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if _, native := p.opt.Source.(Terminator); p.opt.DeadLetter == nil && !native {
+	if _, native := p.opt.Source.(source.Terminator); p.opt.DeadLetter == nil && !native {
 		return false
 	}
 	if core.IsPermanent(err) {
@@ -79,8 +80,8 @@ func truncateUTF8(s string, n int) string {
 	return s
 }
 
-func stringAttr(v string) MessageAttribute {
-	return MessageAttribute{DataType: "String", StringValue: &v}
+func stringAttr(v string) source.MessageAttribute {
+	return source.MessageAttribute{DataType: "String", StringValue: &v}
 }
 
 // maxMessageAttributes is SQS's limit of message attributes per message.
@@ -118,9 +119,9 @@ func deadLetterEvent(d *delivery, pipeName, sourceARN string, at time.Time) *Eve
 		{DLQSourceARN, sourceARN},
 		{DLQOriginalMessageID, m.MessageID},
 	}
-	attrs := make(map[string]MessageAttribute, maxMessageAttributes)
+	attrs := make(map[string]source.MessageAttribute, maxMessageAttributes)
 	for k, a := range m.MessageAttributes {
-		if !m.lifted(k) {
+		if !m.Lifted(k) {
 			attrs[k] = a
 		}
 	}
@@ -130,7 +131,7 @@ func deadLetterEvent(d *delivery, pipeName, sourceARN string, at time.Time) *Eve
 				continue // the original keeps its name
 			}
 			if kv[0] == DLQAttempts {
-				attrs[kv[0]] = MessageAttribute{DataType: "Number", StringValue: ptr(kv[1])}
+				attrs[kv[0]] = source.MessageAttribute{DataType: "Number", StringValue: ptr(kv[1])}
 				continue
 			}
 			attrs[kv[0]] = stringAttr(kv[1])

@@ -3,6 +3,8 @@ package pipe
 import (
 	"errors"
 	"time"
+
+	"github.com/pipesproject/pipes/source"
 )
 
 // errSettled is returned by a delivery's final verb when the delivery was
@@ -58,7 +60,7 @@ func (v verb) String() string {
 // concurrent use.
 type delivery struct {
 	// Message is the received message.
-	Message *Message
+	Message *source.Message
 
 	s          *settler
 	size       int // bytes held in the budget

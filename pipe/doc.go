@@ -1,8 +1,10 @@
-// Package pipe is the pipes runtime: one Pipe polls a Source, forms
-// batches, filters, enriches, hands each batch to a Target and settles every
-// message by its outcome; a Runner runs many pipes. It owns the contracts
-// that sources, filters, enrichers and targets implement, and imports none
-// of them.
+// Package pipe is the pipes runtime: one Pipe polls a source.Source,
+// forms batches, filters, enriches, hands each batch to a Target and
+// settles every message by its outcome; a Runner runs many pipes. It owns
+// the contracts that filters, enrichers and targets implement; the
+// contract of a queue (Source, its abilities and the Message it receives)
+// is package source, beneath it. It imports none of their
+// implementations.
 //
 // # Embedding: where to start
 //
@@ -48,10 +50,13 @@
 // delayed retry, on the memory queue a delay). The settler maps these to
 // the verbs below, once per message, on every path.
 //
-// The optional abilities of a Source (Opener, Closer, Extender,
-// Terminator, Deferrer, HoldLimiter, AckObserver, AttemptCounter,
-// CancelSafe, DeferralTeller) stay one-method interfaces found by type
-// assertion rather than capability fields on SourceInfo: each is a
+// The Source contract and its optional abilities (Opener, Closer,
+// Extender, Terminator, Deferrer, HoldLimiter, AckObserver,
+// AttemptCounter, CancelSafe, DeferralTeller) are package source, with
+// Message and its record encoding: a source author imports source and
+// source/sourcetest, a target author pipe, and neither reads the other's
+// half. They stay one-method interfaces found by type
+// assertion rather than capability fields on source.Info: each is a
 // behaviour with its own arguments, a wrapper forwards exactly those it
 // implements (embedding a source keeps them all, as Example_customSource
 // does), and a source author implements only Receive, Ack and Nak to

@@ -3,10 +3,12 @@ package pipe
 import (
 	"testing"
 	"time"
+
+	"github.com/pipesproject/pipes/source"
 )
 
 func TestDryHoldKeepsAllButTheReleases(t *testing.T) {
-	d := &delivery{Message: &Message{}}
+	d := &delivery{Message: &source.Message{}}
 	tests := []struct {
 		name     string
 		items    []settle

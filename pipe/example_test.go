@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/source/sourcetest"
 	"github.com/pipesproject/pipes/target/targettest"
@@ -186,7 +187,7 @@ type ackCountingSource struct {
 	acked atomic.Int64
 }
 
-func (s *ackCountingSource) Ack(ctx context.Context, msgs []*pipe.Message) error {
+func (s *ackCountingSource) Ack(ctx context.Context, msgs []*source.Message) error {
 	if err := s.Queue.Ack(ctx, msgs); err != nil {
 		return err
 	}
@@ -194,7 +195,7 @@ func (s *ackCountingSource) Ack(ctx context.Context, msgs []*pipe.Message) error
 	return nil
 }
 
-var _ pipe.Source = (*ackCountingSource)(nil)
+var _ source.Source = (*ackCountingSource)(nil)
 
 // A custom Source is any type with Receive, Ack and Nak; source/sourcetest
 // is the contract suite it must pass (TestAckCountingSourcePassesSourcetest
@@ -217,7 +218,7 @@ func Example_customSource() {
 
 func TestAckCountingSourcePassesSourcetest(t *testing.T) {
 	sourcetest.Run(t, sourcetest.Harness{
-		New: func(t *testing.T, o sourcetest.QueueOptions) (pipe.Source, func(*testing.T, ...string)) {
+		New: func(t *testing.T, o sourcetest.QueueOptions) (source.Source, func(*testing.T, ...string)) {
 			q, err := memory.NewBroker().Queue("contract", memory.Options{VisibilityTimeout: o.VisibilityTimeout, WaitTime: o.WaitTime})
 			if err != nil {
 				t.Fatal(err)

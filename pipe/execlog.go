@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/pipesproject/pipes/source"
 )
 
 // The messageType values of the execution logs: Pipes' execution steps
@@ -252,7 +254,7 @@ func (e execLog) invoking(ctx context.Context, events []*Event) {
 
 // itemFailed notes a message's failure for its batch's `batch failed`
 // line and logs it on its own at debug level.
-func (e execLog) itemFailed(ctx context.Context, m *Message, stage string, err error) {
+func (e execLog) itemFailed(ctx context.Context, m *source.Message, stage string, err error) {
 	if e.level < levelError {
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/pipesproject/pipes/source"
 )
 
 func TestHolds(t *testing.T) {
@@ -11,7 +13,7 @@ func TestHolds(t *testing.T) {
 	ds := func(ids ...string) []*delivery {
 		out := make([]*delivery, len(ids))
 		for i, id := range ids {
-			out[i] = &delivery{Message: &Message{MessageID: id}}
+			out[i] = &delivery{Message: &source.Message{MessageID: id}}
 		}
 		return out
 	}

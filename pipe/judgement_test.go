@@ -3,6 +3,8 @@ package pipe
 import (
 	"fmt"
 	"testing"
+
+	"github.com/pipesproject/pipes/source"
 )
 
 // TestAJudgementFindsItemsByIDTheSameWithAScanAndAMap checks that small
@@ -14,7 +16,7 @@ func TestAJudgementFindsItemsByIDTheSameWithAScanAndAMap(t *testing.T) {
 		t.Run(fmt.Sprintf("a batch of %d", n), func(t *testing.T) {
 			batch := make([]*delivery, n)
 			for i := range batch {
-				batch[i] = &delivery{Message: &Message{MessageID: fmt.Sprintf("m%d", i%(n-1))}} // the last repeats m0
+				batch[i] = &delivery{Message: &source.Message{MessageID: fmt.Sprintf("m%d", i%(n-1))}} // the last repeats m0
 			}
 			j := judgement{v: make([]verdict, n)}
 			j.init(batch)

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/pipesproject/pipes/source"
 )
 
 // Keeper holds messages received outside a pipe — the dead-letter queue
@@ -23,7 +25,7 @@ type Keeper struct {
 // NewKeeper makes a keeper of messages received from src with visibility
 // vis; log receives the settler's log lines (nil: discard). src must be an
 // Extender for the leases to be extended.
-func NewKeeper(src Source, vis time.Duration, log *slog.Logger) *Keeper {
+func NewKeeper(src source.Source, vis time.Duration, log *slog.Logger) *Keeper {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -42,7 +44,7 @@ func NewKeeper(src Source, vis time.Duration, log *slog.Logger) *Keeper {
 // Hold keeps m, received at receivedAt, invisible until Close. A message
 // held again (received anew after its hold lapsed) is kept by its latest
 // receipt handle.
-func (k *Keeper) Hold(m *Message, receivedAt time.Time) {
+func (k *Keeper) Hold(m *source.Message, receivedAt time.Time) {
 	d := k.s.track(m, receivedAt)
 	k.mu.Lock()
 	old := k.byID[m.MessageID]

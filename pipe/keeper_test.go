@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/pipesproject/pipes/source"
 )
 
 // The Keeper's tests use the settler's fakeSource: a keeper calls only the
@@ -53,7 +55,7 @@ func TestKeeperCloseReleasesEveryHeldMessageAtOnce(t *testing.T) {
 func TestKeeperCloseReleasesAfterAnExtensionUnderWay(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	src := &fakeSource{extend: func(context.Context, []*Message) error {
+	src := &fakeSource{extend: func(context.Context, []*source.Message) error {
 		entered <- struct{}{}
 		<-release
 		return nil

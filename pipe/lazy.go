@@ -1,5 +1,7 @@
 package pipe
 
+import "github.com/pipesproject/pipes/source"
+
 // PayloadAppender is an optional ability of a Target: it reads events'
 // payloads only through Event.AppendPayload, Event.PayloadLen and
 // Event.PayloadBytes, never through the RecordJSON field. A pipe without an
@@ -21,7 +23,7 @@ type PayloadAppender interface {
 // changes the event.
 func (e *Event) AppendPayload(b []byte) []byte {
 	if e.lazy && e.RecordJSON == nil {
-		return e.Message.appendSQS(b, nil)
+		return e.Message.AppendRecord(b)
 	}
 	return append(b, e.RecordJSON...)
 }
@@ -30,10 +32,7 @@ func (e *Event) AppendPayload(b []byte) []byte {
 // without encoding a record. It does not block.
 func (e *Event) PayloadLen() int {
 	if e.lazy && e.RecordJSON == nil {
-		if n := e.Message.recLen; n > 0 {
-			return n
-		}
-		return e.Message.sqsLen(nil)
+		return e.Message.StreamedLen()
 	}
 	return len(e.RecordJSON)
 }
@@ -43,34 +42,16 @@ func (e *Event) PayloadLen() int {
 // yet. Callers must not modify it. It does not block.
 func (e *Event) PayloadBytes() []byte {
 	if e.lazy && e.RecordJSON == nil {
-		return e.Message.appendSQS(nil, nil)
+		return e.Message.AppendRecord(nil)
 	}
 	return e.RecordJSON
-}
-
-// lazyRecord reports whether m's record is encoded by appendSQS without an
-// error (the SQS shape without an envelope): its event may then carry the
-// record not encoded yet.
-func (m *Message) lazyRecord() bool { return m.Record == nil && len(m.Envelope) == 0 }
-
-// recordLen is the length of m's record; for an SQS-shaped record without
-// an envelope it is computed without encoding (nor keeping) the record, and
-// remembered (the settler calls it once, as it tracks the message, before
-// any stage reads the message).
-func (m *Message) recordLen() (int, error) {
-	if m.lazyRecord() {
-		m.recLen = m.sqsLen(nil)
-		return m.recLen, nil
-	}
-	b, err := m.JSON()
-	return len(b), err
 }
 
 // newEvent makes the event of a message for this pipe: with the record not
 // encoded yet when the target reads payloads itself (PayloadAppender) and
 // no stage before it reads the payload, else as NewEvent does.
-func (p *Pipe) newEvent(m *Message) (*Event, error) {
-	if p.lazyPayloads && m.lazyRecord() {
+func (p *Pipe) newEvent(m *source.Message) (*Event, error) {
+	if p.lazyPayloads && m.Streamed() {
 		return &Event{Message: m, lazy: true}, nil
 	}
 	return NewEvent(m)

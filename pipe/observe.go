@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/source"
 )
 
 // SetObserver makes o the pipe's observer. Call it before Run: it is not
@@ -26,7 +27,7 @@ func (p *Pipe) observeReceived(ds []*delivery) {
 	}
 	var oldest time.Time
 	for _, d := range ds {
-		if ts, err := strconv.ParseInt(d.Message.Attributes[AttrSentTimestamp], 10, 64); err == nil {
+		if ts, err := strconv.ParseInt(d.Message.Attributes[source.AttrSentTimestamp], 10, 64); err == nil {
 			if t := time.UnixMilli(ts); oldest.IsZero() || t.Before(oldest) {
 				oldest = t
 			}
@@ -66,7 +67,7 @@ func (p *Pipe) observeBatch(batch []*delivery, v []verdict) {
 // attributeNames are the names of m's SQS message attributes or, for a
 // record of another shape (RabbitMQ), of the headers in its
 // basicProperties, sorted.
-func attributeNames(m *Message) []string {
+func attributeNames(m *source.Message) []string {
 	var names []string
 	for name := range m.MessageAttributes {
 		names = append(names, name)

@@ -1,30 +1,12 @@
 package pipe
 
 import (
-	"context"
 	"time"
 
 	"github.com/pipesproject/pipes/internal/backoff"
 	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/source"
 )
-
-// Deferrer is a Source that can give messages back, to be delivered again
-// after a delay, without that delivery counting against them: no delivery
-// limit or receive count is used up and nothing is dead-lettered. The pipe
-// defers the messages of an outage (a batch whose target call failed whole
-// with a retryable error) when its source is a Deferrer and not FIFO;
-// otherwise it holds them itself, leased by the heartbeat, and retries
-// them. RabbitMQ implements it so that an outage's messages wait outside
-// the basic.qos window.
-type Deferrer interface {
-	// Defer gives msgs back, to come again after about delay with the
-	// attempt count they had before this delivery. It returns once each
-	// message is deferred or not: kept are those it did not defer and left
-	// as they were (received, unsettled, still the caller's to settle);
-	// err tells why, and of receipts it could not settle at all (a stale
-	// receipt: the source redelivers that message).
-	Defer(ctx context.Context, msgs []*Message, delay time.Duration) (kept []*Message, err error)
-}
 
 // outageRetry is the wait of a held or deferred outage batch before it
 // goes again, by the whole failures in a row (of the pipe while the
@@ -83,7 +65,7 @@ func (p *Pipe) holdLocked(ds []*delivery, tries int, failedAt time.Time, rest []
 
 // keepLocked holds h. p.mu is held.
 func (p *Pipe) keepLocked(h heldBatch) {
-	if hl, ok := p.opt.Source.(HoldLimiter); ok {
+	if hl, ok := p.opt.Source.(source.HoldLimiter); ok {
 		for _, ds := range [][]*delivery{h.ds, h.rest} {
 			for _, d := range ds {
 				if u := hl.HoldUntil(d.Message); !u.IsZero() && (h.until.IsZero() || u.Before(h.until)) {
@@ -100,7 +82,7 @@ func (p *Pipe) keepLocked(h heldBatch) {
 // and so are those at their HoldLimiter's limit (it was a last try).
 func (p *Pipe) undeferred(ds []*delivery) {
 	var back []*delivery
-	if hl, ok := p.opt.Source.(HoldLimiter); ok {
+	if hl, ok := p.opt.Source.(source.HoldLimiter); ok {
 		now := time.Now()
 		kept := ds[:0:0]
 		for _, d := range ds {
@@ -161,14 +143,6 @@ func (p *Pipe) expireHeld(now time.Time) (next time.Time) {
 		p.set.finalMany(items)
 	}
 	return next
-}
-
-// DeferralTeller is a Deferrer that tells, of a message it delivered, when
-// the pipe last deferred it (zero when never, or when a failure's retry
-// came in between): a copy that fails whole again after the target
-// answered a batch started since is bisected (see bisect).
-type DeferralTeller interface {
-	DeferredAt(m *Message) time.Time
 }
 
 // maxConvictions bounds the message ids a pipe remembers as failing whole
@@ -259,7 +233,7 @@ func (p *Pipe) bisect(batch []*delivery, v []verdict, h *heldBatch) (split, judg
 		return false, judged, false
 	}
 	evidence = h != nil && works.After(h.failedAt)
-	if dt, ok := p.opt.Source.(DeferralTeller); ok && !evidence && p.set.def != nil {
+	if dt, ok := p.opt.Source.(source.DeferralTeller); ok && !evidence && p.set.def != nil {
 		for i := range v {
 			if !v[i].outage {
 				continue
@@ -334,14 +308,4 @@ func (p *Pipe) splitLocked(ds []*delivery, rest []*delivery) {
 	after := make([]*delivery, 0, len(ds)-m+len(rest))
 	after = append(append(after, ds[m:]...), rest...)
 	half(ds[:m:m], after)
-}
-
-// HoldLimiter is a Source whose received messages may stay unsettled only
-// so long (RabbitMQ: the broker's consumer_timeout closes the channel over
-// an unacked delivery, and redelivers it, counted). HoldUntil is when m
-// must be settled at the latest; zero means no limit. The pipe gives back
-// the outage messages it holds before then: deferred again when the source
-// is a Deferrer, else released (Nak).
-type HoldLimiter interface {
-	HoldUntil(m *Message) time.Time
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/memory"
 )
 
@@ -19,7 +20,7 @@ type flakySource struct {
 	fails atomic.Int64
 }
 
-func (f *flakySource) Receive(ctx context.Context, max int) ([]*pipe.Message, error) {
+func (f *flakySource) Receive(ctx context.Context, max int) ([]*source.Message, error) {
 	if f.down.Load() {
 		f.fails.Add(1)
 		time.Sleep(50 * time.Millisecond)

@@ -12,6 +12,7 @@ import (
 	"github.com/pipesproject/pipes/internal/backoff"
 	"github.com/pipesproject/pipes/internal/budget"
 	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/source"
 )
 
 // Limits fixed by Pipes and SQS.
@@ -72,7 +73,7 @@ type Options struct {
 	// Name identifies the pipe in logs and metrics.
 	Name string
 	// Source is the queue to poll.
-	Source Source
+	Source source.Source
 	// Filter, when set, decides which events go on; the others are deleted
 	// as filtered.
 	Filter Filter
@@ -171,7 +172,7 @@ type Pipe struct {
 	rate         *limiter // nil: no rate limit
 
 	mu          sync.Mutex
-	info        SourceInfo
+	info        source.Info
 	visibility  time.Duration
 	set         *settler
 	batches     batcher
@@ -332,7 +333,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 	// to the concurrency by the scaler (schedule).
 	pool := newWorkers(poolSize(p.sched.conc))
 	p.schedule(ctx, recv, work, pool)
-	if _, ok := p.opt.Source.(CancelSafe); ok {
+	if _, ok := p.opt.Source.(source.CancelSafe); ok {
 		cancelRecv()
 	}
 
@@ -350,7 +351,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 	polls, inflight := p.sched.receiving, p.sched.inflight
 	p.mu.Unlock()
 	p.giveBack(held)
-	if _, safe := p.opt.Source.(CancelSafe); polls > 0 && !safe {
+	if _, safe := p.opt.Source.(source.CancelSafe); polls > 0 && !safe {
 		// An abandoned long poll still takes messages on the server (seen
 		// on SQS-compatible servers), which would then stay hidden for their
 		// visibility timeout: the polls are waited for instead.
@@ -443,7 +444,7 @@ func (p *Pipe) closeAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	for _, c := range []any{p.opt.Source, p.opt.Enricher, p.opt.Target, p.opt.DeadLetter} {
-		if cl, ok := c.(Closer); ok && c != nil {
+		if cl, ok := c.(interface{ Close(context.Context) error }); ok && c != nil {
 			if err := cl.Close(ctx); err != nil {
 				p.log.Warn("closing a stage failed", "error", err)
 			}
@@ -451,10 +452,10 @@ func (p *Pipe) closeAll() {
 	}
 }
 
-func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
-	o, ok := p.opt.Source.(Opener)
+func (p *Pipe) openSource(ctx context.Context) (source.Info, error) {
+	o, ok := p.opt.Source.(source.Opener)
 	if !ok {
-		return SourceInfo{ARN: "pipes:" + p.opt.Name}, nil
+		return source.Info{ARN: "pipes:" + p.opt.Name}, nil
 	}
 	// A transient failure (an endpoint that cannot be reached) is tried
 	// again soon; a permanent one (a missing queue, access denied) from 5 s.
@@ -483,7 +484,7 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 		}
 		if ctx.Err() != nil || p.opt.Drain && (core.IsPermanent(err) || time.Since(start)+delay > drainOpenTimeout) {
 			// A drain is a job that ends: it says why it could not start.
-			return SourceInfo{}, fmt.Errorf("opening the source: %w", err)
+			return source.Info{}, fmt.Errorf("opening the source: %w", err)
 		}
 		p.mu.Lock()
 		p.recvBackoff.err = err
@@ -495,13 +496,13 @@ func (p *Pipe) openSource(ctx context.Context) (SourceInfo, error) {
 			p.log.Warn("opening the source still fails, retrying", "error", err, "attempt", attempt, "retry_in", delay.String())
 		}
 		if backoff.Sleep(ctx, delay) != nil {
-			return SourceInfo{}, ctx.Err()
+			return source.Info{}, ctx.Err()
 		}
 	}
 }
 
 // adviseOnQueue logs the AWS recommendations the queue does not meet.
-func (p *Pipe) adviseOnQueue(info SourceInfo) {
+func (p *Pipe) adviseOnQueue(info source.Info) {
 	switch {
 	case info.OwnAdvice:
 	case info.MaxReceiveCount == 0 && info.DeadLetterARN == "" && info.InProcess:
@@ -729,11 +730,11 @@ func (p *Pipe) receive(ctx context.Context, n int, reservedBytes int64) {
 
 // track has the settler track msgs, received at now, and returns their
 // deliveries and their size in all.
-func (p *Pipe) track(msgs []*Message, now time.Time) ([]*delivery, int) {
+func (p *Pipe) track(msgs []*source.Message, now time.Time) ([]*delivery, int) {
 	got := 0
 	ds := make([]*delivery, len(msgs))
 	for i, m := range msgs {
-		unwrap(m, p.opt.Unwrap) // before the lock: it decodes JSON
+		source.Unwrap(m, p.opt.Unwrap) // before the lock: it decodes JSON
 		ds[i] = p.set.track(m, now)
 		got += ds[i].size
 	}
@@ -784,7 +785,7 @@ func (p *Pipe) batchLocked(ds []*delivery, now time.Time, got int) {
 	p.met.received.Add(float64(len(ds)))
 	p.observeReceived(ds)
 	for _, d := range ds {
-		if ts, err := strconv.ParseInt(d.Message.Attributes[AttrSentTimestamp], 10, 64); err == nil {
+		if ts, err := strconv.ParseInt(d.Message.Attributes[source.AttrSentTimestamp], 10, 64); err == nil {
 			p.met.messageAge.Observe(now.Sub(time.UnixMilli(ts)).Seconds())
 		}
 		if started, gen := p.batches.add(d); started && p.opt.BatchWindow > 0 {

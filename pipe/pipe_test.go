@@ -14,6 +14,7 @@ import (
 	"github.com/pipesproject/pipes/internal/budget"
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/memory"
 )
 
@@ -496,7 +497,7 @@ func TestEnrichmentOutcomesMapBackToSourceMessages(t *testing.T) {
 func TestDeadLetterTarget(t *testing.T) {
 	type sent struct {
 		body  string
-		attrs map[string]pipe.MessageAttribute
+		attrs map[string]source.MessageAttribute
 	}
 	tests := []struct {
 		name        string
@@ -680,7 +681,7 @@ type countingSource struct {
 	calls atomic.Int64
 }
 
-func (c *countingSource) Receive(ctx context.Context, max int) ([]*pipe.Message, error) {
+func (c *countingSource) Receive(ctx context.Context, max int) ([]*source.Message, error) {
 	c.calls.Add(1)
 	return c.Queue.Receive(ctx, max)
 }

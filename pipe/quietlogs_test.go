@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/memory"
 )
 
@@ -185,7 +186,7 @@ func TestAFailedBatchLogsOneLineAndEachMessageAtDebug(t *testing.T) {
 // an SQS queue): the pipe's AWS advice applies to it.
 type leased struct{ drainable }
 
-func (l leased) Open(ctx context.Context) (pipe.SourceInfo, error) {
+func (l leased) Open(ctx context.Context) (source.Info, error) {
 	info, err := l.drainable.Open(ctx)
 	info.InProcess = false
 	return info, err
@@ -195,7 +196,7 @@ func (l leased) Open(ctx context.Context) (pipe.SourceInfo, error) {
 // OwnAdvice.
 type ownAdvice struct{ drainable }
 
-func (o ownAdvice) Open(ctx context.Context) (pipe.SourceInfo, error) {
+func (o ownAdvice) Open(ctx context.Context) (source.Info, error) {
 	info, err := o.drainable.Open(ctx)
 	info.InProcess, info.OwnAdvice = false, true
 	return info, err
@@ -205,19 +206,19 @@ func TestTheQueueAdviceIsGivenOnlyWhereItIsTrue(t *testing.T) {
 	const noRedrive, visibility = "no redrive policy", "visibility timeout is shorter"
 	tests := []struct {
 		name     string
-		source   func(*memory.Queue) pipe.Source
+		source   func(*memory.Queue) source.Source
 		fail     bool
 		want     []string
 		wantNot  []string
 		wantOnce bool
 	}{
-		{"an in-process queue that nothing fails into: neither warning", func(q *memory.Queue) pipe.Source { return drainable{q} }, false,
+		{"an in-process queue that nothing fails into: neither warning", func(q *memory.Queue) source.Source { return drainable{q} }, false,
 			nil, []string{noRedrive, visibility}, false},
-		{"an in-process queue with a failure: the redrive warning, once, and no visibility warning", func(q *memory.Queue) pipe.Source { return drainable{q} }, true,
+		{"an in-process queue with a failure: the redrive warning, once, and no visibility warning", func(q *memory.Queue) source.Source { return drainable{q} }, true,
 			[]string{noRedrive}, []string{visibility}, true},
-		{"a queue with leases: both warnings at start, as for SQS", func(q *memory.Queue) pipe.Source { return leased{drainable{q}} }, false,
+		{"a queue with leases: both warnings at start, as for SQS", func(q *memory.Queue) source.Source { return leased{drainable{q}} }, false,
 			[]string{noRedrive, visibility}, nil, true},
-		{"a source with advice of its own (RabbitMQ): neither", func(q *memory.Queue) pipe.Source { return ownAdvice{drainable{q}} }, true,
+		{"a source with advice of its own (RabbitMQ): neither", func(q *memory.Queue) source.Source { return ownAdvice{drainable{q}} }, true,
 			nil, []string{noRedrive, visibility}, false},
 	}
 	for _, tt := range tests {

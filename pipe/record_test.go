@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/internal/core"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // rabbitRecord is a Pipes RabbitMQ record (SPEC.md §2.2) as the rabbitmq
@@ -15,7 +15,7 @@ const rabbitRecord = `{"messageId":"m-1","eventSource":"aws:rmq","eventSourceArn
 	`"redelivered":false,"data":"eyJraW5kIjoieCJ9"}`
 
 func TestARabbitMQRecordRoundTripsAndKeepsItsFieldOrder(t *testing.T) {
-	var m pipe.Message
+	var m source.Message
 	if err := json.Unmarshal([]byte(rabbitRecord), &m); err != nil {
 		t.Fatal(err)
 	}

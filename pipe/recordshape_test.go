@@ -9,24 +9,24 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/source/rabbitmq"
 )
 
 // sqsShape is the SQS record as encoding/json writes it.
 type sqsShape struct {
-	MessageID              string                           `json:"messageId"`
-	ReceiptHandle          string                           `json:"receiptHandle"`
-	Body                   string                           `json:"body"`
-	Attributes             map[string]string                `json:"attributes"`
-	MessageAttributes      map[string]pipe.MessageAttribute `json:"messageAttributes"`
-	MD5OfBody              string                           `json:"md5OfBody"`
-	MD5OfMessageAttributes string                           `json:"md5OfMessageAttributes,omitempty"`
-	EventSource            string                           `json:"eventSource"`
-	EventSourceARN         string                           `json:"eventSourceARN"`
-	AWSRegion              string                           `json:"awsRegion"`
-	Envelope               json.RawMessage                  `json:"envelope,omitempty"`
+	MessageID              string                             `json:"messageId"`
+	ReceiptHandle          string                             `json:"receiptHandle"`
+	Body                   string                             `json:"body"`
+	Attributes             map[string]string                  `json:"attributes"`
+	MessageAttributes      map[string]source.MessageAttribute `json:"messageAttributes"`
+	MD5OfBody              string                             `json:"md5OfBody"`
+	MD5OfMessageAttributes string                             `json:"md5OfMessageAttributes,omitempty"`
+	EventSource            string                             `json:"eventSource"`
+	EventSourceARN         string                             `json:"eventSourceARN"`
+	AWSRegion              string                             `json:"awsRegion"`
+	Envelope               json.RawMessage                    `json:"envelope,omitempty"`
 }
 
 // referenceJSON is m's record written with encoding/json alone: the SQS
@@ -34,7 +34,7 @@ type sqsShape struct {
 // name through json.Marshal, the body as json.Marshal writes a []byte, and
 // every other value checked with json.Valid and written as it is (as the
 // record keeps it: a decoded record's values keep their spacing).
-func referenceJSON(m *pipe.Message) ([]byte, error) {
+func referenceJSON(m *source.Message) ([]byte, error) {
 	if m.Record == nil {
 		j := sqsShape{MessageID: m.MessageID, ReceiptHandle: m.ReceiptHandle, Body: m.Body,
 			Attributes: m.Attributes, MessageAttributes: m.MessageAttributes, MD5OfBody: m.MD5OfBody,
@@ -44,7 +44,7 @@ func referenceJSON(m *pipe.Message) ([]byte, error) {
 			j.Attributes = map[string]string{}
 		}
 		if j.MessageAttributes == nil {
-			j.MessageAttributes = map[string]pipe.MessageAttribute{}
+			j.MessageAttributes = map[string]source.MessageAttribute{}
 		}
 		return json.Marshal(j)
 	}
@@ -76,7 +76,7 @@ func referenceJSON(m *pipe.Message) ([]byte, error) {
 
 // sameRecordAsReference fails t unless m's JSON is referenceJSON's, or
 // both fail.
-func sameRecordAsReference(t *testing.T, m *pipe.Message) {
+func sameRecordAsReference(t *testing.T, m *source.Message) {
 	t.Helper()
 	want, wantErr := referenceJSON(m)
 	got, err := m.JSON()
@@ -143,7 +143,7 @@ func TestEveryRecordShapeEncodesAsTheEncodingJSONReference(t *testing.T) {
 		s := "acme <&>"
 		for _, in := range []memory.SendInput{
 			{Body: `{"kind":"order"}`},
-			{Body: "\u2028 \u00e9 \"x\" \x01", MessageAttributes: map[string]pipe.MessageAttribute{
+			{Body: "\u2028 \u00e9 \"x\" \x01", MessageAttributes: map[string]source.MessageAttribute{
 				"tenant": {StringValue: &s, DataType: "String"}, "sig": {BinaryValue: []byte{1, 2, 3}, DataType: "Binary"}}},
 		} {
 			if _, err := q.Send(ctx, in); err != nil {
@@ -163,7 +163,7 @@ func TestEveryRecordShapeEncodesAsTheEncodingJSONReference(t *testing.T) {
 			rabbitRecord,
 			`{"eventSource":"aws:rmq", "basicProperties" : {"a" : [1, 2]}, "data":"", "x\u003c":"<\u2028>"}`,
 		} {
-			var m pipe.Message
+			var m source.Message
 			if err := json.Unmarshal([]byte(rec), &m); err != nil {
 				t.Fatal(err)
 			}
@@ -171,15 +171,15 @@ func TestEveryRecordShapeEncodesAsTheEncodingJSONReference(t *testing.T) {
 		}
 	})
 	t.Run("made by hand", func(t *testing.T) {
-		for name, rec := range map[string]*pipe.Record{
-			"names are escaped":                           {Fields: []pipe.RecordField{{Name: "a\"<b>&\xff\u2028", Value: json.RawMessage(`1`)}, {Name: "data"}}, BodyField: "data"},
-			"an invalid value unchecked by default fails": {Fields: []pipe.RecordField{{Name: "x", Value: json.RawMessage(`{"a":`)}}},
-			"an empty value fails even when vouched for":  {Fields: []pipe.RecordField{{Name: "x"}}, FieldsValid: true},
-			"a body field with a value keeps it":          {Fields: []pipe.RecordField{{Name: "data", Value: json.RawMessage(`"v"`)}}, BodyField: "data"},
+		for name, rec := range map[string]*source.Record{
+			"names are escaped":                           {Fields: []source.RecordField{{Name: "a\"<b>&\xff\u2028", Value: json.RawMessage(`1`)}, {Name: "data"}}, BodyField: "data"},
+			"an invalid value unchecked by default fails": {Fields: []source.RecordField{{Name: "x", Value: json.RawMessage(`{"a":`)}}},
+			"an empty value fails even when vouched for":  {Fields: []source.RecordField{{Name: "x"}}, FieldsValid: true},
+			"a body field with a value keeps it":          {Fields: []source.RecordField{{Name: "data", Value: json.RawMessage(`"v"`)}}, BodyField: "data"},
 			"no fields":                                   {},
 		} {
 			t.Run(name, func(t *testing.T) {
-				sameRecordAsReference(t, &pipe.Message{Body: "body <&> \xff", Record: rec})
+				sameRecordAsReference(t, &source.Message{Body: "body <&> \xff", Record: rec})
 			})
 		}
 	})
@@ -199,9 +199,9 @@ func FuzzEveryRecordShapeEncodesAsTheEncodingJSONReference(f *testing.F) {
 			d.Timestamp = time.Unix(int64(mode)*1e6, 0)
 		}
 		sameRecordAsReference(t, rabbitmq.Record(d, hkey, hval, id))
-		sameRecordAsReference(t, &pipe.Message{Body: body, Record: &pipe.Record{BodyField: "data",
-			Fields: []pipe.RecordField{{Name: hkey, Value: json.RawMessage(raw)}, {Name: "data"}, {Name: id, Value: json.RawMessage(`null`)}}}})
-		var m pipe.Message
+		sameRecordAsReference(t, &source.Message{Body: body, Record: &source.Record{BodyField: "data",
+			Fields: []source.RecordField{{Name: hkey, Value: json.RawMessage(raw)}, {Name: "data"}, {Name: id, Value: json.RawMessage(`null`)}}}})
+		var m source.Message
 		if json.Unmarshal([]byte(`{"eventSource":"aws:rmq",`+`"x":`+raw+`,"data":"`+body+`"}`), &m) == nil {
 			sameRecordAsReference(t, &m)
 		}

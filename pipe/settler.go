@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/budget"
 	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/source"
 	"github.com/sourcegraph/conc"
 )
 
@@ -38,10 +39,10 @@ const (
 // no extension starts after a final verb. So a late heartbeat can never
 // undo a settle.
 type settler struct {
-	src  Source
-	ext  Extender   // nil: leases do not end on their own
-	term Terminator // nil: no native dead-lettering
-	def  Deferrer   // nil: outages are held by the pipe
+	src  source.Source
+	ext  source.Extender   // nil: leases do not end on their own
+	term source.Terminator // nil: no native dead-lettering
+	def  source.Deferrer   // nil: outages are held by the pipe
 	// onKept is told of deferred deliveries the source kept (could not
 	// defer): they are the pipe's to hold again.
 	onKept  func([]*delivery)
@@ -53,7 +54,7 @@ type settler struct {
 	budget  *budget.Budget
 	onErr   func(error)
 
-	obs AckObserver // nil: no one to tell of deletes
+	obs source.AckObserver // nil: no one to tell of deletes
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -94,7 +95,7 @@ const (
 
 // settlerConfig is what a settler works with.
 type settlerConfig struct {
-	src     Source
+	src     source.Source
 	vis     time.Duration
 	backoff *Backoff
 	dead    *deadLetterer
@@ -133,16 +134,16 @@ func newSettler(c settlerConfig, workers int) *settler {
 	}
 	s.cond = sync.NewCond(&s.mu)
 	s.calls, s.cancelCalls = context.WithCancel(context.Background())
-	if e, ok := c.src.(Extender); ok {
+	if e, ok := c.src.(source.Extender); ok {
 		s.ext = e
 	}
-	if t, ok := c.src.(Terminator); ok {
+	if t, ok := c.src.(source.Terminator); ok {
 		s.term = t
 	}
-	if d, ok := c.src.(Deferrer); ok {
+	if d, ok := c.src.(source.Deferrer); ok {
 		s.def = d
 	}
-	if o, ok := c.src.(AckObserver); ok {
+	if o, ok := c.src.(source.AckObserver); ok {
 		s.obs = o
 	}
 	for range max(workers, 1) {
@@ -153,14 +154,14 @@ func newSettler(c settlerConfig, workers int) *settler {
 }
 
 // track makes the delivery of a message received at receivedAt.
-func (s *settler) track(m *Message, receivedAt time.Time) *delivery {
+func (s *settler) track(m *source.Message, receivedAt time.Time) *delivery {
 	d := &delivery{Message: m, s: s, size: m.Size(), receivedAt: receivedAt, leaseEnd: receivedAt.Add(s.vis)}
-	if n, err := m.recordLen(); err == nil {
+	if n, err := m.RecordLen(); err == nil {
 		d.recordSize = n
 	} else {
 		d.recordSize = d.size
 	}
-	if c, ok := s.src.(AttemptCounter); ok {
+	if c, ok := s.src.(source.AttemptCounter); ok {
 		d.attempts = c.Attempts(m)
 	}
 	s.mu.Lock()
@@ -440,8 +441,8 @@ func (s *settler) callCtx() (context.Context, context.CancelFunc) {
 	return context.WithDeadline(s.calls, deadline)
 }
 
-func messagesOf(ds []*delivery) []*Message {
-	msgs := make([]*Message, len(ds))
+func messagesOf(ds []*delivery) []*source.Message {
+	msgs := make([]*source.Message, len(ds))
 	for i, d := range ds {
 		msgs[i] = d.Message
 	}
@@ -497,7 +498,7 @@ func (s *settler) deferred(ctx context.Context, j job) {
 		s.log.Warn("deferring an outage's messages failed for some; the pipe holds those the source kept and sends them again itself",
 			"error", err, "messages", len(j.ds), "kept", len(kept), "delay", j.delay.String())
 	}
-	keep := make(map[*Message]bool, len(kept))
+	keep := make(map[*source.Message]bool, len(kept))
 	for _, m := range kept {
 		keep[m] = true
 	}
@@ -543,7 +544,7 @@ func (s *settler) observeAcks(ctx context.Context, ds []*delivery, err error) {
 	if err != nil && !errors.As(err, &se) {
 		return // nothing is known to be deleted
 	}
-	deleted := make([]*Message, 0, len(ds))
+	deleted := make([]*source.Message, 0, len(ds))
 	s.mu.Lock()
 	for _, d := range ds {
 		if d.deadLettered || se != nil && se.Failed[d.Message.ReceiptHandle] != nil {

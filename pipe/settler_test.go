@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/source"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -27,10 +28,10 @@ type fakeSource struct {
 	mu    sync.Mutex
 	calls []call
 	// extend, when set, runs inside Extend (to block it, or fail it).
-	extend func(ctx context.Context, msgs []*Message) error
+	extend func(ctx context.Context, msgs []*source.Message) error
 }
 
-func handles(msgs []*Message) []string {
+func handles(msgs []*source.Message) []string {
 	hs := make([]string, len(msgs))
 	for i, m := range msgs {
 		hs[i] = m.ReceiptHandle
@@ -38,28 +39,28 @@ func handles(msgs []*Message) []string {
 	return hs
 }
 
-func (f *fakeSource) record(op string, msgs []*Message, d time.Duration) {
+func (f *fakeSource) record(op string, msgs []*source.Message, d time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, call{op: op, handles: handles(msgs), d: d, at: time.Now()})
 }
 
-func (f *fakeSource) Receive(ctx context.Context, max int) ([]*Message, error) {
+func (f *fakeSource) Receive(ctx context.Context, max int) ([]*source.Message, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
 
-func (f *fakeSource) Ack(_ context.Context, msgs []*Message) error {
+func (f *fakeSource) Ack(_ context.Context, msgs []*source.Message) error {
 	f.record("ack", msgs, 0)
 	return nil
 }
 
-func (f *fakeSource) Nak(_ context.Context, msgs []*Message, d time.Duration) error {
+func (f *fakeSource) Nak(_ context.Context, msgs []*source.Message, d time.Duration) error {
 	f.record("nak", msgs, d)
 	return nil
 }
 
-func (f *fakeSource) Extend(ctx context.Context, msgs []*Message, d time.Duration) error {
+func (f *fakeSource) Extend(ctx context.Context, msgs []*source.Message, d time.Duration) error {
 	if f.extend != nil {
 		if err := f.extend(ctx, msgs); err != nil {
 			f.record("extend-failed", msgs, d)
@@ -83,7 +84,7 @@ func (f *fakeSource) callsOf(op string) []call {
 }
 
 // newTestSettler makes a settler on src with visibility vis.
-func newTestSettler(t *testing.T, src Source, vis time.Duration, opt Options) (*settler, *Pipe) {
+func newTestSettler(t *testing.T, src source.Source, vis time.Duration, opt Options) (*settler, *Pipe) {
 	t.Helper()
 	opt.Source = src
 	opt.Target = TargetFunc(func(context.Context, []*Event) (Result, error) { return Result{}, nil })
@@ -92,15 +93,15 @@ func newTestSettler(t *testing.T, src Source, vis time.Duration, opt Options) (*
 		t.Fatal(err)
 	}
 	p.visibility = vis
-	p.info = SourceInfo{ARN: "arn:aws:sqs:us-east-1:000000000000:orders", VisibilityTimeout: vis}
+	p.info = source.Info{ARN: "arn:aws:sqs:us-east-1:000000000000:orders", VisibilityTimeout: vis}
 	s := newSettler(p.settlerConfig(), 4)
 	t.Cleanup(func() { s.close(time.Now().Add(time.Second)) })
 	return s, p
 }
 
-func message(i int) *Message {
-	return &Message{MessageID: "m" + strconv.Itoa(i), ReceiptHandle: "h" + strconv.Itoa(i), Body: `{"n":` + strconv.Itoa(i) + `}`,
-		Attributes: map[string]string{AttrReceiveCount: "1"}}
+func message(i int) *source.Message {
+	return &source.Message{MessageID: "m" + strconv.Itoa(i), ReceiptHandle: "h" + strconv.Itoa(i), Body: `{"n":` + strconv.Itoa(i) + `}`,
+		Attributes: map[string]string{source.AttrReceiveCount: "1"}}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -168,7 +169,7 @@ func TestAcksAreGatheredAcrossBatchesTenPerCall(t *testing.T) {
 func TestALateExtensionNeverUndoesASettle(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	src := &fakeSource{extend: func(ctx context.Context, _ []*Message) error {
+	src := &fakeSource{extend: func(ctx context.Context, _ []*source.Message) error {
 		entered <- struct{}{}
 		<-release
 		return nil
@@ -198,7 +199,7 @@ func TestALateExtensionNeverUndoesASettle(t *testing.T) {
 }
 
 func TestAStaleReceiptIsNotExtendedEveryTick(t *testing.T) {
-	src := &fakeSource{extend: func(_ context.Context, msgs []*Message) error {
+	src := &fakeSource{extend: func(_ context.Context, msgs []*source.Message) error {
 		return &core.SettleError{Op: "change visibility", SenderFault: true,
 			Failed: map[string]error{msgs[0].ReceiptHandle: errors.New("ReceiptHandleIsInvalid")}}
 	}}
@@ -214,7 +215,7 @@ func TestAStaleReceiptIsNotExtendedEveryTick(t *testing.T) {
 }
 
 func TestAHungExtensionDoesNotStallTheOthers(t *testing.T) {
-	src := &fakeSource{extend: func(ctx context.Context, msgs []*Message) error {
+	src := &fakeSource{extend: func(ctx context.Context, msgs []*source.Message) error {
 		if msgs[0].ReceiptHandle == "h0" {
 			<-ctx.Done() // hangs until its call deadline
 			return ctx.Err()
@@ -262,8 +263,8 @@ func TestExtensionsReachTwelveHoursFromTheReceive(t *testing.T) {
 // one was unwrapped) and every original attribute; the context is folded
 // into one attribute when the originals leave no room under SQS's ten.
 func TestDeadLetterEventKeepsTheOriginalBodyAndAttributes(t *testing.T) {
-	attrs := func(n int) map[string]MessageAttribute {
-		m := map[string]MessageAttribute{}
+	attrs := func(n int) map[string]source.MessageAttribute {
+		m := map[string]source.MessageAttribute{}
 		for i := range n {
 			m["a"+strconv.Itoa(i)] = stringAttr("v" + strconv.Itoa(i))
 		}
@@ -272,26 +273,26 @@ func TestDeadLetterEventKeepsTheOriginalBodyAndAttributes(t *testing.T) {
 	snsBody := `{"Type":"Notification","MessageId":"x","TopicArn":"arn:aws:sns:us-east-1:1:t","Message":"{\"n\":1}","MessageAttributes":{"lifted":{"Type":"String","Value":"l"}}}`
 	tests := []struct {
 		name       string
-		msg        func() *Message
+		msg        func() *source.Message
 		wantBody   string
 		wantAttrs  int
 		wantFolded bool
 	}{
-		{"one original: context beside it", func() *Message {
+		{"one original: context beside it", func() *source.Message {
 			m := message(1)
 			m.MessageAttributes = attrs(1)
 			return m
 		}, `{"n":1}`, 10, false},
-		{"five originals: context folded", func() *Message {
+		{"five originals: context folded", func() *source.Message {
 			m := message(1)
 			m.MessageAttributes = attrs(5)
 			return m
 		}, `{"n":1}`, 6, true},
-		{"an unwrapped SNS envelope goes as it came, lifted attributes left out", func() *Message {
+		{"an unwrapped SNS envelope goes as it came, lifted attributes left out", func() *source.Message {
 			m := message(1)
 			m.Body = snsBody
 			m.MessageAttributes = attrs(1)
-			unwrap(m, UnwrapSNS)
+			source.Unwrap(m, source.UnwrapSNS)
 			return m
 		}, snsBody, 10, false},
 	}
@@ -307,7 +308,7 @@ func TestDeadLetterEventKeepsTheOriginalBodyAndAttributes(t *testing.T) {
 				t.Errorf("%d attributes, want %d: %v", len(ev.Attributes), tt.wantAttrs, ev.Attributes)
 			}
 			for k := range m.MessageAttributes {
-				if _, ok := ev.Attributes[k]; !ok && !m.lifted(k) {
+				if _, ok := ev.Attributes[k]; !ok && !m.Lifted(k) {
 					t.Errorf("original attribute %s dropped", k)
 				}
 			}
@@ -336,10 +337,10 @@ func TestDeadLetterEventKeepsTheOriginalBodyAndAttributes(t *testing.T) {
 // nopSource settles instantly, for benchmarks.
 type nopSource struct{}
 
-func (nopSource) Receive(ctx context.Context, _ int) ([]*Message, error) { return nil, nil }
-func (nopSource) Ack(context.Context, []*Message) error                  { return nil }
-func (nopSource) Nak(context.Context, []*Message, time.Duration) error   { return nil }
-func (nopSource) Extend(context.Context, []*Message, time.Duration) error {
+func (nopSource) Receive(ctx context.Context, _ int) ([]*source.Message, error) { return nil, nil }
+func (nopSource) Ack(context.Context, []*source.Message) error                  { return nil }
+func (nopSource) Nak(context.Context, []*source.Message, time.Duration) error   { return nil }
+func (nopSource) Extend(context.Context, []*source.Message, time.Duration) error {
 	return nil
 }
 
@@ -353,7 +354,7 @@ func BenchmarkSettleBatchOfTen(b *testing.B) {
 	p.visibility = 30 * time.Second
 	s := newSettler(p.settlerConfig(), 8)
 	defer s.close(time.Now().Add(time.Second))
-	msgs := make([]*Message, 10)
+	msgs := make([]*source.Message, 10)
 	for i := range msgs {
 		msgs[i] = message(i)
 		if _, err := msgs[i].JSON(); err != nil {
@@ -408,7 +409,7 @@ type slowAckSource struct {
 	release chan struct{}
 }
 
-func (s *slowAckSource) Ack(ctx context.Context, msgs []*Message) error {
+func (s *slowAckSource) Ack(ctx context.Context, msgs []*source.Message) error {
 	<-s.release
 	return s.fakeSource.Ack(ctx, msgs)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/memory"
 )
 
@@ -24,17 +25,17 @@ type unwrappingSource struct {
 	acked []string // bodies
 }
 
-func (s *unwrappingSource) Receive(ctx context.Context, max int) ([]*pipe.Message, error) {
+func (s *unwrappingSource) Receive(ctx context.Context, max int) ([]*source.Message, error) {
 	msgs, err := s.drainable.Receive(ctx, max)
 	for _, m := range msgs {
 		switch {
 		case strings.HasPrefix(m.Body, "split:"):
-			m.Split = []*pipe.Message{}
+			m.Split = []*source.Message{}
 			for _, part := range strings.Split(strings.TrimPrefix(m.Body, "split:"), ",") {
-				m.Split = append(m.Split, &pipe.Message{MessageID: m.MessageID, ReceiptHandle: m.ReceiptHandle, Body: part, Attributes: m.Attributes})
+				m.Split = append(m.Split, &source.Message{MessageID: m.MessageID, ReceiptHandle: m.ReceiptHandle, Body: part, Attributes: m.Attributes})
 			}
 		case m.Body == "test-event":
-			m.Split = []*pipe.Message{}
+			m.Split = []*source.Message{}
 		case m.Body == "broken":
 			m.UnwrapErr = pipe.Permanent(errors.New("the payload is gone"))
 		}
@@ -42,7 +43,7 @@ func (s *unwrappingSource) Receive(ctx context.Context, max int) ([]*pipe.Messag
 	return msgs, err
 }
 
-func (s *unwrappingSource) Acked(_ context.Context, msgs []*pipe.Message) {
+func (s *unwrappingSource) Acked(_ context.Context, msgs []*source.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, m := range msgs {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/pipesproject/pipes/internal/core"
+	"github.com/pipesproject/pipes/source"
 )
 
 // Tracer starts the spans of a pipe's batches (Options.Tracer). It is
@@ -17,7 +18,7 @@ type Tracer interface {
 	// returns a context carrying it, handed to the batch's stages (so an
 	// http target or enrichment sends its traceparent). It does not
 	// block.
-	StartBatch(ctx context.Context, pipe string, batch []*Message) (context.Context, core.BatchSpan)
+	StartBatch(ctx context.Context, pipe string, batch []*source.Message) (context.Context, core.BatchSpan)
 }
 
 // batchSpanKey is the context key of the batch span, for the stages.
@@ -29,7 +30,7 @@ func (p *Pipe) startBatchSpan(ctx context.Context, batch []*delivery) (context.C
 	if p.opt.Tracer == nil {
 		return ctx, nil
 	}
-	msgs := make([]*Message, len(batch))
+	msgs := make([]*source.Message, len(batch))
 	for i, d := range batch {
 		msgs[i] = d.Message
 	}

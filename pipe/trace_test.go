@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/memory"
 )
 
@@ -31,7 +32,7 @@ type recordedBatch struct {
 	outcome  *core.BatchOutcome
 }
 
-func (r *recordingTracer) StartBatch(ctx context.Context, name string, batch []*pipe.Message) (context.Context, core.BatchSpan) {
+func (r *recordingTracer) StartBatch(ctx context.Context, name string, batch []*source.Message) (context.Context, core.BatchSpan) {
 	b := &recordedBatch{pipe: name, messages: len(batch), errs: map[string]error{}}
 	r.mu.Lock()
 	r.batches = append(r.batches, b)

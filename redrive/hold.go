@@ -14,6 +14,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // emptyWait is the long-poll wait of each receive: one empty receive that
@@ -40,29 +41,29 @@ type leases struct {
 }
 
 var (
-	_ pipe.Source   = leases{}
-	_ pipe.Extender = leases{}
+	_ source.Source   = leases{}
+	_ source.Extender = leases{}
 )
 
-func (l leases) Receive(context.Context, int) ([]*pipe.Message, error) {
+func (l leases) Receive(context.Context, int) ([]*source.Message, error) {
 	return nil, errors.New("redrive: a keeper does not receive")
 }
 
-func (l leases) Ack(context.Context, []*pipe.Message) error {
+func (l leases) Ack(context.Context, []*source.Message) error {
 	return errors.New("redrive: a keeper does not delete")
 }
 
-func (l leases) Nak(ctx context.Context, msgs []*pipe.Message, d time.Duration) error {
+func (l leases) Nak(ctx context.Context, msgs []*source.Message, d time.Duration) error {
 	return l.change(ctx, msgs, d)
 }
 
-func (l leases) Extend(ctx context.Context, msgs []*pipe.Message, d time.Duration) error {
+func (l leases) Extend(ctx context.Context, msgs []*source.Message, d time.Duration) error {
 	return l.change(ctx, msgs, d)
 }
 
 // change sets the visibility of msgs, ten per call; entries SQS refuses
 // are reported by a *pipe.SettleError keyed by receipt handle.
-func (l leases) change(ctx context.Context, msgs []*pipe.Message, vis time.Duration) error {
+func (l leases) change(ctx context.Context, msgs []*source.Message, vis time.Duration) error {
 	var serr *core.SettleError
 	var errs []error
 	for start := 0; start < len(msgs); start += 10 {
@@ -113,7 +114,7 @@ func newKeeper(api API, queueURL string, vis time.Duration, log *slog.Logger) *p
 
 // hold keeps a received message invisible until the keeper is closed.
 func hold(k *pipe.Keeper, id, handle string, receivedAt time.Time) {
-	k.Hold(&pipe.Message{MessageID: id, ReceiptHandle: handle}, receivedAt)
+	k.Hold(&source.Message{MessageID: id, ReceiptHandle: handle}, receivedAt)
 }
 
 // receive makes one ReceiveMessage call for up to n messages (1..10),
@@ -137,8 +138,8 @@ func receive(ctx context.Context, api API, queueURL string, n int, vis time.Dura
 
 // Record maps an SQS message to the Pipes SQS record shape, with the
 // queue's ARN and region.
-func Record(m types.Message, arn, region string) *pipe.Message {
-	rec := &pipe.Message{
+func Record(m types.Message, arn, region string) *source.Message {
+	rec := &source.Message{
 		MessageID:              aws.ToString(m.MessageId),
 		ReceiptHandle:          aws.ToString(m.ReceiptHandle),
 		Body:                   aws.ToString(m.Body),
@@ -152,9 +153,9 @@ func Record(m types.Message, arn, region string) *pipe.Message {
 	if rec.Attributes == nil {
 		rec.Attributes = map[string]string{}
 	}
-	rec.MessageAttributes = make(map[string]pipe.MessageAttribute, len(m.MessageAttributes))
+	rec.MessageAttributes = make(map[string]source.MessageAttribute, len(m.MessageAttributes))
 	for k, v := range m.MessageAttributes {
-		rec.MessageAttributes[k] = pipe.MessageAttribute{
+		rec.MessageAttributes[k] = source.MessageAttribute{
 			StringValue:      v.StringValue,
 			BinaryValue:      v.BinaryValue,
 			StringListValues: v.StringListValues,

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // DefaultInspectVisibility is how long Inspect hides what it has seen
@@ -33,7 +33,7 @@ type InspectOptions struct {
 // returns, on every path. It stops at opt.Max messages or at a receive that
 // comes back empty after a 1 s wait. It blocks; it is not meant for
 // concurrent use on one queue.
-func Inspect(ctx context.Context, api API, queueURL string, opt InspectOptions) (msgs []*pipe.Message, err error) {
+func Inspect(ctx context.Context, api API, queueURL string, opt InspectOptions) (msgs []*source.Message, err error) {
 	if opt.Max < 1 {
 		return nil, fmt.Errorf("inspecting %s: the most messages to read must be at least 1, got %d", queueURL, opt.Max)
 	}

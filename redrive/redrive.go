@@ -16,6 +16,7 @@ import (
 	"github.com/pipesproject/pipes/filter"
 	"github.com/pipesproject/pipes/internal/backoff"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // AttrRedrivenAt is the message attribute Run puts on every message it
@@ -57,9 +58,9 @@ type Entry struct {
 	// From a RabbitMQ queue Body is set only when the body is UTF-8 text
 	// (JSON cannot hold other bytes), and Data always holds it, base64 in
 	// JSON, as the Pipes RabbitMQ records of `pipes dlq inspect` do.
-	Body              string                           `json:"body,omitempty"`
-	Data              []byte                           `json:"data,omitempty"`
-	MessageAttributes map[string]pipe.MessageAttribute `json:"messageAttributes,omitempty"`
+	Body              string                             `json:"body,omitempty"`
+	Data              []byte                             `json:"data,omitempty"`
+	MessageAttributes map[string]source.MessageAttribute `json:"messageAttributes,omitempty"`
 	// Headers are, in a dry run from a RabbitMQ queue, the AMQP headers
 	// that would be sent, as Pipes RabbitMQ records show them (SQS runs
 	// leave it empty).
@@ -228,7 +229,7 @@ func (r *run) batch(ctx context.Context, msgs []types.Message) error {
 			continue
 		}
 		r.seen[id] = true
-		group := m.Attributes[pipe.AttrMessageGroupID]
+		group := m.Attributes[source.AttrMessageGroupID]
 		if r.left != nil && !r.left[id] {
 			hold(r.held, id, handle, now)
 			r.report(Entry{MessageID: id, Outcome: Skipped, MessageGroupID: group})

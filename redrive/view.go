@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // PreviewBytes is how much of a body View's text shows before it cuts.
@@ -61,7 +61,7 @@ type Field struct {
 }
 
 // ViewOfSQS is the text view of a Pipes SQS record.
-func ViewOfSQS(m *pipe.Message) View {
+func ViewOfSQS(m *source.Message) View {
 	v := View{ID: m.MessageID, Body: []byte(m.Body), ReceiveCount: m.Attributes["ApproximateReceiveCount"]}
 	if ms, err := strconv.ParseInt(m.Attributes["SentTimestamp"], 10, 64); err == nil {
 		v.Sent = time.UnixMilli(ms)

@@ -22,6 +22,7 @@ import (
 	"github.com/pipesproject/pipes/internal/backoff"
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // The backoff functions of SNS delivery policies.
@@ -514,11 +515,11 @@ func (st *run) mark(err error) error {
 
 // tooOld reports whether m was sent longer than maxAge before now. A
 // message without a readable SentTimestamp is never too old.
-func tooOld(m *pipe.Message, now time.Time, maxAge time.Duration) bool {
+func tooOld(m *source.Message, now time.Time, maxAge time.Duration) bool {
 	if m == nil {
 		return false
 	}
-	ms, err := strconv.ParseInt(m.Attributes[pipe.AttrSentTimestamp], 10, 64)
+	ms, err := strconv.ParseInt(m.Attributes[source.AttrSentTimestamp], 10, 64)
 	if err != nil {
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 func TestDelayFollowsTheNamedFunction(t *testing.T) {
@@ -150,9 +151,9 @@ func batch(ids ...string) []*pipe.Event {
 func batchSent(sent time.Time, ids ...string) []*pipe.Event {
 	evs := make([]*pipe.Event, len(ids))
 	for i, id := range ids {
-		m := &pipe.Message{MessageID: id, Attributes: map[string]string{}}
+		m := &source.Message{MessageID: id, Attributes: map[string]string{}}
 		if !sent.IsZero() {
-			m.Attributes[pipe.AttrSentTimestamp] = strconv.FormatInt(sent.UnixMilli(), 10)
+			m.Attributes[source.AttrSentTimestamp] = strconv.FormatInt(sent.UnixMilli(), 10)
 		}
 		evs[i] = &pipe.Event{Message: m, RecordJSON: []byte(`{}`)}
 	}
@@ -162,7 +163,7 @@ func batchSent(sent time.Time, ids ...string) []*pipe.Event {
 // inGroup puts events in FIFO message group g.
 func inGroup(g string, evs []*pipe.Event) []*pipe.Event {
 	for _, ev := range evs {
-		ev.Message.Attributes[pipe.AttrMessageGroupID] = g
+		ev.Message.Attributes[source.AttrMessageGroupID] = g
 	}
 	return evs
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/template"
 )
 
@@ -12,7 +13,7 @@ import (
 // evaluated against the event before input transformation, same path
 // syntax"; e.g. SQS target `MessageGroupId: "$.body.customer_id"`.
 func TestParseParameterTakesBareJSONPathsAndPlaceholders(t *testing.T) {
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m1", Body: `{"detail":{"accountId":"123"},"list":["a","b"]}`})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: "m1", Body: `{"detail":{"accountId":"123"},"list":["a","b"]}`})
 	if err != nil {
 		t.Fatal(err)
 	}

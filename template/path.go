@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/pipesproject/pipes/internal/jsonvalue"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // path is a compiled JSONPath of the subset Pipes supports: `$` followed by
@@ -112,7 +112,7 @@ func found(s string, i int) string {
 // record is the root of paths evaluated against the Pipes SQS record: the
 // message's fields with the body decoded when it is JSON.
 type record struct {
-	m    *pipe.Message
+	m    *source.Message
 	body any
 	json bool // body is valid JSON
 }
@@ -186,12 +186,12 @@ func child(v any, st step, last bool) (any, bool) {
 			c, ok := n[st.name]
 			return c, ok
 		}
-	case map[string]pipe.MessageAttribute:
+	case map[string]source.MessageAttribute:
 		if st.kind == stepName {
 			c, ok := n[st.name]
 			return c, ok
 		}
-	case pipe.MessageAttribute:
+	case source.MessageAttribute:
 		if st.kind == stepName {
 			return attrField(n, st.name)
 		}
@@ -235,14 +235,14 @@ func children(v any) []any {
 			out[i] = n[k]
 		}
 		return out
-	case map[string]pipe.MessageAttribute:
+	case map[string]source.MessageAttribute:
 		keys := sortedKeys(n)
 		out := make([]any, len(keys))
 		for i, k := range keys {
 			out[i] = n[k]
 		}
 		return out
-	case pipe.MessageAttribute:
+	case source.MessageAttribute:
 		var out []any
 		for _, name := range [...]string{"stringValue", "binaryValue", "stringListValues", "binaryListValues", "dataType"} {
 			if c, ok := attrField(n, name); ok {
@@ -313,7 +313,7 @@ func (r *record) field(name string, last bool) (any, bool) {
 		return m.Attributes, true
 	case "messageAttributes":
 		if m.MessageAttributes == nil {
-			return map[string]pipe.MessageAttribute{}, true
+			return map[string]source.MessageAttribute{}, true
 		}
 		return m.MessageAttributes, true
 	case "md5OfBody":
@@ -364,7 +364,7 @@ func (r *record) shapedField(name string, last bool) (any, bool) {
 	return jsonvalue.Decode(string(raw), false)
 }
 
-func attrField(a pipe.MessageAttribute, name string) (any, bool) {
+func attrField(a source.MessageAttribute, name string) (any, bool) {
 	switch name {
 	case "stringValue":
 		if a.StringValue == nil {

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 func TestTemplatesReadARabbitMQRecord(t *testing.T) {
 	const rec = `{"messageId":"m-1","eventSource":"aws:rmq","eventSourceArn":"arn:pipes:rabbitmq:localhost","eventSourceKey":"orders::/",` +
 		`"basicProperties":{"contentType":"application/json","headers":{"tries":2},"priority":null},"redelivered":false,"data":"eyJraW5kIjoieCIsIm4iOjF9"}`
-	var m pipe.Message
+	var m source.Message
 	if err := json.Unmarshal([]byte(rec), &m); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // Test cases cite the AWS page they reproduce:
@@ -30,8 +31,8 @@ func testVars() Vars {
 
 // sqsMessage is the SQS record of the Pipes docs' SQS source sample with the
 // given body.
-func sqsMessage(body string) *pipe.Message {
-	return &pipe.Message{
+func sqsMessage(body string) *source.Message {
+	return &source.Message{
 		MessageID:     "059f36b4-87a3-44ab-83d2-661975830a7d",
 		ReceiptHandle: "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a",
 		Body:          body,
@@ -292,7 +293,7 @@ func TestRenderFollowsThePipesDocs(t *testing.T) {
 func TestRenderMessageAttributesAsInTheRecord(t *testing.T) {
 	m := sqsMessage("x")
 	s := "blue"
-	m.MessageAttributes = map[string]pipe.MessageAttribute{
+	m.MessageAttributes = map[string]source.MessageAttribute{
 		"color": {StringValue: &s, DataType: "String"},
 		"bin":   {BinaryValue: []byte{1, 2, 3}, DataType: "Binary"},
 	}
@@ -488,7 +489,7 @@ func TestAJSONTemplatesOutputIsVouchedForAndATextTemplatesIsNot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m-1", Body: "{}"})
+		ev, err := pipe.NewEvent(&source.Message{MessageID: "m-1", Body: "{}"})
 		if err != nil {
 			t.Fatal(err)
 		}

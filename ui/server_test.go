@@ -23,6 +23,7 @@ import (
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/ui"
 )
@@ -92,7 +93,7 @@ func newFixture(t *testing.T, token string) *fixture {
 	})
 	for _, body := range []string{`{"n":1}`, `{"n":2}`, `{"n":"bad"}`} {
 		if _, err := q.Send(context.Background(), memory.SendInput{Body: body,
-			MessageAttributes: map[string]pipe.MessageAttribute{"trace": {DataType: "String", StringValue: ptr("attr-value-hidden")}}}); err != nil {
+			MessageAttributes: map[string]source.MessageAttribute{"trace": {DataType: "String", StringValue: ptr("attr-value-hidden")}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

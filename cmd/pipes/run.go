@@ -30,6 +30,7 @@ import (
 	"github.com/pipesproject/pipes/internal/procs"
 	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/ui"
 )
@@ -368,7 +369,7 @@ func summarizeMemory(w io.Writer, b *memory.Broker, specs []config.Pipe) {
 			n, st.Visible+st.InFlight+st.Delayed, st.Received, st.Deleted, st.DeadLettered)
 		if names[n] {
 			for _, m := range q.Snapshot() {
-				fmt.Fprintf(w, "  %s after %s receives: %s\n", m.MessageID, m.Attributes[pipe.AttrReceiveCount], m.Body)
+				fmt.Fprintf(w, "  %s after %s receives: %s\n", m.MessageID, m.Attributes[source.AttrReceiveCount], m.Body)
 			}
 		}
 	}

@@ -25,8 +25,8 @@ import (
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/sqsname"
-	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/redrive"
+	"github.com/pipesproject/pipes/source"
 )
 
 type sendFlags struct {
@@ -155,9 +155,9 @@ func parseSendLine(text string, records bool) (outgoing, error) {
 		return outgoing{body: body, props: r.Props, rabbit: true}, nil
 	}
 	var r struct {
-		Body              *string                          `json:"body"`
-		Attributes        map[string]string                `json:"attributes"`
-		MessageAttributes map[string]pipe.MessageAttribute `json:"messageAttributes"`
+		Body              *string                            `json:"body"`
+		Attributes        map[string]string                  `json:"attributes"`
+		MessageAttributes map[string]source.MessageAttribute `json:"messageAttributes"`
 	}
 	if err := json.Unmarshal([]byte(text), &r); err != nil {
 		return outgoing{}, fmt.Errorf("not a Pipes SQS record: %w", err)

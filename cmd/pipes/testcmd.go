@@ -23,6 +23,7 @@ import (
 	"github.com/pipesproject/pipes/internal/kit/httpcore"
 	"github.com/pipesproject/pipes/internal/validation"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/target/httptarget"
 )
@@ -151,7 +152,7 @@ func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout, stderr 
 		}
 		for i, msg := range msgs {
 			if spec.Source.Unwrap != "none" && spec.Source.Unwrap != "" {
-				pipe.Unwrap(msg, spec.Source.Unwrap)
+				source.Unwrap(msg, spec.Source.Unwrap)
 			}
 			res := testResult{Index: i}
 			if res.Passed, res.TargetInput, err = evaluate(ctx, msg, flt, enr, tr); err != nil {
@@ -175,7 +176,7 @@ func testPipe(ctx context.Context, f testFlags, stdin io.Reader, stdout, stderr 
 		msg, err := testMessage(spec, text, f.records, index)
 		index++
 		if err == nil && spec.Source.Unwrap != "none" && spec.Source.Unwrap != "" {
-			pipe.Unwrap(msg, spec.Source.Unwrap)
+			source.Unwrap(msg, spec.Source.Unwrap)
 		}
 		if err != nil {
 			res.Error = fmt.Sprintf("%s:%d: %v", f.input, line, err)
@@ -247,9 +248,9 @@ func pickPipe(specs []config.Pipe, name string) (config.Pipe, error) {
 }
 
 // testMessage makes the record of one input line.
-func testMessage(spec config.Pipe, text string, records bool, n int) (*pipe.Message, error) {
+func testMessage(spec config.Pipe, text string, records bool, n int) (*source.Message, error) {
 	if records {
-		var m pipe.Message
+		var m source.Message
 		if err := json.Unmarshal([]byte(text), &m); err != nil {
 			return nil, fmt.Errorf("not a Pipes %s record: %w", recordKind(text), err)
 		}
@@ -274,7 +275,7 @@ func testMessage(spec config.Pipe, text string, records bool, n int) (*pipe.Mess
 	}
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	sum := md5.Sum([]byte(text))
-	return &pipe.Message{
+	return &source.Message{
 		MessageID:     fmt.Sprintf("00000000-0000-4000-8000-%012d", n),
 		ReceiptHandle: fmt.Sprintf("pipes-test-receipt-%d", n),
 		Body:          text,
@@ -284,7 +285,7 @@ func testMessage(spec config.Pipe, text string, records bool, n int) (*pipe.Mess
 			"SenderId":                         "pipes-test",
 			"ApproximateFirstReceiveTimestamp": now,
 		},
-		MessageAttributes: map[string]pipe.MessageAttribute{},
+		MessageAttributes: map[string]source.MessageAttribute{},
 		MD5OfBody:         hex.EncodeToString(sum[:]),
 		EventSource:       "aws:sqs",
 		EventSourceARN:    sourceARN(spec, region),
@@ -329,7 +330,7 @@ func sourceARN(spec config.Pipe, region string) string {
 // evaluate runs one message through the filter, the enrichment (when
 // given) and the template. When the enrichment makes several events of the
 // message, target_input is the array of what each would give the target.
-func evaluate(ctx context.Context, m *pipe.Message, flt pipe.Filter, enr pipe.Enricher, tr pipe.Transformer) (bool, json.RawMessage, error) {
+func evaluate(ctx context.Context, m *source.Message, flt pipe.Filter, enr pipe.Enricher, tr pipe.Transformer) (bool, json.RawMessage, error) {
 	ev, err := pipe.NewEvent(m)
 	if err != nil {
 		return false, nil, err
@@ -414,7 +415,7 @@ func samePath(a, b string) bool {
 // preloadMessages reads a preload file (name, r) through a memory queue of
 // the pipe's kind and returns its messages in order, as the memory source
 // would receive them.
-func preloadMessages(ctx context.Context, spec config.Pipe, name string, r io.Reader) ([]*pipe.Message, error) {
+func preloadMessages(ctx context.Context, spec config.Pipe, name string, r io.Reader) ([]*source.Message, error) {
 	qname := spec.Source.QueueName
 	if qname == "" {
 		qname = spec.Name
@@ -426,7 +427,7 @@ func preloadMessages(ctx context.Context, spec config.Pipe, name string, r io.Re
 	if _, err := q.PreloadReader(ctx, name, r); err != nil {
 		return nil, err
 	}
-	var all []*pipe.Message
+	var all []*source.Message
 	for {
 		msgs, err := q.Receive(ctx, 10)
 		if err != nil {

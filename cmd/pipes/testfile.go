@@ -19,6 +19,7 @@ import (
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // testFile is a pipeline's test file (pipeline_test.yaml beside
@@ -316,7 +317,7 @@ func runCase(ctx context.Context, spec config.Pipe, c testCase, n int, withEnric
 			return "", err
 		}
 	}
-	var msg *pipe.Message
+	var msg *source.Message
 	if c.Record.Kind != 0 {
 		rec, _ := nodeJSON(&c.Record)
 		msg, err = testMessage(spec, string(rec), true, n)
@@ -332,7 +333,7 @@ func runCase(ctx context.Context, spec config.Pipe, c testCase, n int, withEnric
 		return "", err
 	}
 	if u := spec.Source.Unwrap; u != "" && u != "none" {
-		pipe.Unwrap(msg, u)
+		source.Unwrap(msg, u)
 	}
 	ok, got, err := evaluate(ctx, msg, flt, enr, tr)
 	if err != nil {

@@ -10,24 +10,24 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/redrive"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/rabbitmq"
 )
 
 // Peeked is one message Peek read: its Pipes RabbitMQ record and its text
 // view.
 type Peeked struct {
-	Record *pipe.Message
+	Record *source.Message
 	View   redrive.View
 }
 
 // Inspect returns up to maxMsgs messages of queue, from its head, as Pipes
 // RabbitMQ records (x-death and every other header in
 // basicProperties.headers), without consuming them: see Peek. It blocks.
-func (b *Broker) Inspect(ctx context.Context, queue string, maxMsgs int) ([]*pipe.Message, error) {
+func (b *Broker) Inspect(ctx context.Context, queue string, maxMsgs int) ([]*source.Message, error) {
 	peeked, err := b.Peek(ctx, queue, maxMsgs)
-	msgs := make([]*pipe.Message, len(peeked))
+	msgs := make([]*source.Message, len(peeked))
 	for i, p := range peeked {
 		msgs[i] = p.Record
 	}

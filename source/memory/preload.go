@@ -12,7 +12,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // maxPreloadErrors is how many line errors a preload reports at once.
@@ -128,9 +128,9 @@ func parseLine(line []byte) (SendInput, error) {
 		in.Body = b.String()
 	}
 	if len(pl.MessageAttributes) > 0 {
-		in.MessageAttributes = make(map[string]pipe.MessageAttribute, len(pl.MessageAttributes))
+		in.MessageAttributes = make(map[string]source.MessageAttribute, len(pl.MessageAttributes))
 		for k, a := range pl.MessageAttributes {
-			ma := pipe.MessageAttribute{DataType: a.DataType, StringValue: a.StringValue}
+			ma := source.MessageAttribute{DataType: a.DataType, StringValue: a.StringValue}
 			if a.BinaryValue != nil {
 				b, err := base64.StdEncoding.DecodeString(*a.BinaryValue)
 				if err != nil {

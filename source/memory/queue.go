@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pipesproject/pipes/internal/core"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // Record constants of the memory source.
@@ -43,7 +43,7 @@ type SendInput struct {
 	// Body is the message body: 1 byte to 1 MiB.
 	Body string
 	// MessageAttributes are the sender's attributes (optional).
-	MessageAttributes map[string]pipe.MessageAttribute
+	MessageAttributes map[string]source.MessageAttribute
 	// GroupID is the FIFO message group, required on FIFO queues and
 	// refused on standard ones.
 	GroupID string
@@ -82,7 +82,7 @@ type entry struct {
 	md5Body   string
 	md5Attrs  string
 	attrs     map[string]string // SentTimestamp, SenderId, FIFO and redrive attributes
-	mattrs    map[string]pipe.MessageAttribute
+	mattrs    map[string]source.MessageAttribute
 	group     string
 	visibleAt time.Time
 	receives  int
@@ -113,11 +113,11 @@ type Queue struct {
 }
 
 var (
-	_ pipe.Source     = (*Queue)(nil)
-	_ pipe.Opener     = (*Queue)(nil)
-	_ pipe.Closer     = (*Queue)(nil)
-	_ pipe.Extender   = (*Queue)(nil)
-	_ pipe.CancelSafe = (*Queue)(nil)
+	_ source.Source     = (*Queue)(nil)
+	_ source.Opener     = (*Queue)(nil)
+	_ source.Closer     = (*Queue)(nil)
+	_ source.Extender   = (*Queue)(nil)
+	_ source.CancelSafe = (*Queue)(nil)
 )
 
 func newQueue(name string, opts Options, implicit bool) *Queue {
@@ -179,13 +179,13 @@ func arnOf(region, name string) string {
 
 // Open describes the queue. It does not block and may be called any number
 // of times.
-func (q *Queue) Open(ctx context.Context) (pipe.SourceInfo, error) {
+func (q *Queue) Open(ctx context.Context) (source.Info, error) {
 	if err := ctx.Err(); err != nil {
-		return pipe.SourceInfo{}, fmt.Errorf("opening memory queue %s: %w", q.name, err)
+		return source.Info{}, fmt.Errorf("opening memory queue %s: %w", q.name, err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	info := pipe.SourceInfo{
+	info := source.Info{
 		ARN:               q.arnLocked(),
 		FIFO:              q.opts.FIFO,
 		VisibilityTimeout: q.opts.VisibilityTimeout,
@@ -245,7 +245,7 @@ func checkInput(fifo bool, in SendInput) error {
 }
 
 // checkAttribute applies SQS's rules to a message attribute.
-func checkAttribute(name string, a pipe.MessageAttribute) error {
+func checkAttribute(name string, a source.MessageAttribute) error {
 	if name == "" || len(name) > 256 {
 		return fmt.Errorf("message attribute name %q must have 1..256 characters", name)
 	}
@@ -290,20 +290,20 @@ func (q *Queue) sendLocked(in SendInput) (string, bool) {
 		id:        newID(),
 		body:      in.Body,
 		md5Body:   hex.EncodeToString(sum[:]),
-		attrs:     map[string]string{pipe.AttrSentTimestamp: strconv.FormatInt(now.UnixMilli(), 10), "SenderId": SenderID},
+		attrs:     map[string]string{source.AttrSentTimestamp: strconv.FormatInt(now.UnixMilli(), 10), "SenderId": SenderID},
 		visibleAt: now.Add(in.Delay),
 		group:     in.GroupID,
 	}
 	if len(in.MessageAttributes) > 0 {
-		e.mattrs = make(map[string]pipe.MessageAttribute, len(in.MessageAttributes))
+		e.mattrs = make(map[string]source.MessageAttribute, len(in.MessageAttributes))
 		for k, v := range in.MessageAttributes {
 			e.mattrs[k] = v
 		}
 		e.md5Attrs = md5OfAttributes(e.mattrs)
 	}
 	if q.opts.FIFO {
-		e.attrs[pipe.AttrMessageGroupID] = in.GroupID
-		e.attrs[pipe.AttrSequenceNumber] = q.nextSeq()
+		e.attrs[source.AttrMessageGroupID] = in.GroupID
+		e.attrs[source.AttrSequenceNumber] = q.nextSeq()
 		if in.DeduplicationID != "" {
 			e.attrs[AttrDeduplicationID] = in.DeduplicationID
 			q.dedup[in.DeduplicationID] = dedupEntry{id: e.id, sent: now}
@@ -331,7 +331,7 @@ func (q *Queue) arrive(from string, es []*entry) {
 			// SQS replaces the deduplication id by the message id on the
 			// move into a FIFO dead-letter queue.
 			e.attrs[AttrDeduplicationID] = e.id
-			e.attrs[pipe.AttrSequenceNumber] = q.nextSeq()
+			e.attrs[source.AttrSequenceNumber] = q.nextSeq()
 		}
 		e.handle = ""
 		e.visibleAt = time.Time{}
@@ -352,7 +352,7 @@ func (q *Queue) signal() {
 // returns no messages and nil), or ctx is done (then it returns ctx's error
 // and receives nothing). Messages received maxReceiveCount times are moved
 // to the dead-letter queue instead of being returned.
-func (q *Queue) Receive(ctx context.Context, max int) ([]*pipe.Message, error) {
+func (q *Queue) Receive(ctx context.Context, max int) ([]*source.Message, error) {
 	limit := max
 	if limit < 1 || limit > 10 {
 		return nil, fmt.Errorf("receiving from memory queue %s: max %d is not within 1..10", q.name, limit)
@@ -414,7 +414,7 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]*pipe.Message, error) {
 // take receives up to max messages, removes those due for redrive, and
 // tells when the next hidden message becomes visible (zero if none).
 // q.mu must be held.
-func (q *Queue) take(max int) (out []*pipe.Message, moved []*entry, next time.Time) {
+func (q *Queue) take(max int) (out []*source.Message, moved []*entry, next time.Time) {
 	now := q.opts.Now()
 	var blocked map[string]bool // FIFO groups with a message in flight
 	if q.opts.FIFO {
@@ -472,23 +472,23 @@ func (q *Queue) remove(e *entry) {
 }
 
 // record makes the pipe record of a stored message. q.mu must be held.
-func (q *Queue) record(e *entry, handle string) *pipe.Message {
+func (q *Queue) record(e *entry, handle string) *source.Message {
 	attrs := make(map[string]string, len(e.attrs)+2)
 	for k, v := range e.attrs {
 		attrs[k] = v
 	}
-	attrs[pipe.AttrReceiveCount] = strconv.Itoa(e.receives)
+	attrs[source.AttrReceiveCount] = strconv.Itoa(e.receives)
 	if e.firstRecv != 0 {
 		attrs[AttrFirstReceiveTimestamp] = strconv.FormatInt(e.firstRecv, 10)
 	}
-	var mattrs map[string]pipe.MessageAttribute
+	var mattrs map[string]source.MessageAttribute
 	if len(e.mattrs) > 0 {
-		mattrs = make(map[string]pipe.MessageAttribute, len(e.mattrs))
+		mattrs = make(map[string]source.MessageAttribute, len(e.mattrs))
 		for k, v := range e.mattrs {
 			mattrs[k] = v
 		}
 	}
-	return &pipe.Message{
+	return &source.Message{
 		MessageID:              e.id,
 		ReceiptHandle:          handle,
 		Body:                   e.body,
@@ -506,7 +506,7 @@ func (q *Queue) record(e *entry, handle string) *pipe.Message {
 // handle is stale (received again since, or already deleted) or unknown are
 // reported by a *pipe.SettleError with SenderFault set, wrapping
 // ErrStaleHandle; the others are deleted. It does not block.
-func (q *Queue) Delete(ctx context.Context, msgs []*pipe.Message) error {
+func (q *Queue) Delete(ctx context.Context, msgs []*source.Message) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("deleting %d messages from %s: %w", len(msgs), q.name, err)
 	}
@@ -533,7 +533,7 @@ func (q *Queue) Delete(ctx context.Context, msgs []*pipe.Message) error {
 	return nil
 }
 
-func addFailure(failed map[string]error, m *pipe.Message) map[string]error {
+func addFailure(failed map[string]error, m *source.Message) map[string]error {
 	if failed == nil {
 		failed = make(map[string]error)
 	}
@@ -542,16 +542,16 @@ func addFailure(failed map[string]error, m *pipe.Message) map[string]error {
 }
 
 // Ack is the settling verb Ack: Delete.
-func (q *Queue) Ack(ctx context.Context, msgs []*pipe.Message) error { return q.Delete(ctx, msgs) }
+func (q *Queue) Ack(ctx context.Context, msgs []*source.Message) error { return q.Delete(ctx, msgs) }
 
 // Nak is the settling verb Nak (NakWithDelay when delay > 0):
 // ChangeVisibility(delay).
-func (q *Queue) Nak(ctx context.Context, msgs []*pipe.Message, delay time.Duration) error {
+func (q *Queue) Nak(ctx context.Context, msgs []*source.Message, delay time.Duration) error {
 	return q.ChangeVisibility(ctx, msgs, delay)
 }
 
 // Extend is the settling verb InProgress: ChangeVisibility(d), d from now.
-func (q *Queue) Extend(ctx context.Context, msgs []*pipe.Message, d time.Duration) error {
+func (q *Queue) Extend(ctx context.Context, msgs []*source.Message, d time.Duration) error {
 	return q.ChangeVisibility(ctx, msgs, d)
 }
 
@@ -559,7 +559,7 @@ func (q *Queue) Extend(ctx context.Context, msgs []*pipe.Message, d time.Duratio
 // receivable at once. A message whose visibility has expired but that was
 // not received again may still be changed. Stale handles are reported like
 // Delete's. It does not block.
-func (q *Queue) ChangeVisibility(ctx context.Context, msgs []*pipe.Message, d time.Duration) error {
+func (q *Queue) ChangeVisibility(ctx context.Context, msgs []*source.Message, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("changing visibility of %d messages in %s: %w", len(msgs), q.name, err)
 	}
@@ -607,10 +607,10 @@ func (q *Queue) Stats() Stats {
 
 // Snapshot returns copies of the stored messages, visible or not, in send
 // order, with their current receipt handle ("" if never received).
-func (q *Queue) Snapshot() []*pipe.Message {
+func (q *Queue) Snapshot() []*source.Message {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]*pipe.Message, 0, q.msgs.Len())
+	out := make([]*source.Message, 0, q.msgs.Len())
 	for el := q.msgs.Front(); el != nil; el = el.Next() {
 		e := el.Value.(*entry)
 		out = append(out, q.record(e, e.handle))
@@ -643,7 +643,7 @@ func newHandle() string { return "mem-" + rand.Text() }
 // md5OfAttributes is SQS's MD5OfMessageAttributes: over the attributes
 // sorted by name, each encoded as length-prefixed name, length-prefixed data
 // type, a transport byte (1 string, 2 binary) and the length-prefixed value.
-func md5OfAttributes(attrs map[string]pipe.MessageAttribute) string {
+func md5OfAttributes(attrs map[string]source.MessageAttribute) string {
 	names := make([]string, 0, len(attrs))
 	for n := range attrs {
 		names = append(names, n)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/core"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/source/sourcetest"
 )
@@ -22,7 +22,7 @@ func TestContract(t *testing.T) {
 	var mu sync.Mutex
 	n := 0
 	sourcetest.Run(t, sourcetest.Harness{
-		New: func(t *testing.T, o sourcetest.QueueOptions) (pipe.Source, func(*testing.T, ...string)) {
+		New: func(t *testing.T, o sourcetest.QueueOptions) (source.Source, func(*testing.T, ...string)) {
 			mu.Lock()
 			n++
 			name := "contract-" + strconv.Itoa(n)
@@ -145,7 +145,7 @@ func TestQueueScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			latest := map[string]*pipe.Message{}
+			latest := map[string]*source.Message{}
 			for i, s := range tt.steps {
 				where := fmt.Sprintf("step %d (%s %s)", i+1, s.do, s.arg)
 				switch s.do {
@@ -169,11 +169,11 @@ func TestQueueScenarios(t *testing.T) {
 						latest[m.Body] = m
 					}
 				case "delete":
-					if err := q.Delete(t.Context(), []*pipe.Message{latest[s.arg]}); err != nil {
+					if err := q.Delete(t.Context(), []*source.Message{latest[s.arg]}); err != nil {
 						t.Fatalf("%s: %v", where, err)
 					}
 				case "release":
-					if err := q.ChangeVisibility(t.Context(), []*pipe.Message{latest[s.arg]}, 0); err != nil {
+					if err := q.ChangeVisibility(t.Context(), []*source.Message{latest[s.arg]}, 0); err != nil {
 						t.Fatalf("%s: %v", where, err)
 					}
 				case "advance":
@@ -194,7 +194,7 @@ func TestQueueScenarios(t *testing.T) {
 	}
 }
 
-func bodiesOf(msgs []*pipe.Message) []string {
+func bodiesOf(msgs []*source.Message) []string {
 	var out []string
 	for _, m := range msgs {
 		out = append(out, m.Body)
@@ -212,7 +212,7 @@ func TestReceiveSetsTheRecordAttributes(t *testing.T) {
 	v := "gold"
 	id, err := q.Send(t.Context(), memory.SendInput{
 		Body: "hello", GroupID: "g1", DeduplicationID: "d1",
-		MessageAttributes: map[string]pipe.MessageAttribute{"tier": {DataType: "String", StringValue: &v}},
+		MessageAttributes: map[string]source.MessageAttribute{"tier": {DataType: "String", StringValue: &v}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +249,7 @@ func TestReceiveSetsTheRecordAttributes(t *testing.T) {
 	}
 }
 
-func receiveOne(t *testing.T, q *memory.Queue) *pipe.Message {
+func receiveOne(t *testing.T, q *memory.Queue) *source.Message {
 	t.Helper()
 	msgs, err := q.Receive(t.Context(), 10)
 	if err != nil || len(msgs) != 1 {
@@ -267,7 +267,7 @@ func TestDeadLetteredMessagesKeepIdBodyAndAttributes(t *testing.T) {
 	}
 	v := "x"
 	id, _ := q.Send(t.Context(), memory.SendInput{Body: "b", GroupID: "g", DeduplicationID: "d",
-		MessageAttributes: map[string]pipe.MessageAttribute{"k": {DataType: "String", StringValue: &v}}})
+		MessageAttributes: map[string]source.MessageAttribute{"k": {DataType: "String", StringValue: &v}}})
 	first := receiveOne(t, q)
 	c.Advance(time.Minute)
 	if msgs, err := q.Receive(t.Context(), 10); err != nil || len(msgs) != 0 {
@@ -292,23 +292,23 @@ func TestDeadLetteredMessagesKeepIdBodyAndAttributes(t *testing.T) {
 func TestStaleReceiptHandles(t *testing.T) {
 	tests := []struct {
 		name  string
-		stale func(t *testing.T, q *memory.Queue, m *pipe.Message) *pipe.Message
+		stale func(t *testing.T, q *memory.Queue, m *source.Message) *source.Message
 	}{
-		{"a message received again since", func(t *testing.T, q *memory.Queue, m *pipe.Message) *pipe.Message {
-			if err := q.ChangeVisibility(t.Context(), []*pipe.Message{m}, 0); err != nil {
+		{"a message received again since", func(t *testing.T, q *memory.Queue, m *source.Message) *source.Message {
+			if err := q.ChangeVisibility(t.Context(), []*source.Message{m}, 0); err != nil {
 				t.Fatal(err)
 			}
 			receiveOne(t, q)
 			return m
 		}},
-		{"a message already deleted", func(t *testing.T, q *memory.Queue, m *pipe.Message) *pipe.Message {
-			if err := q.Delete(t.Context(), []*pipe.Message{m}); err != nil {
+		{"a message already deleted", func(t *testing.T, q *memory.Queue, m *source.Message) *source.Message {
+			if err := q.Delete(t.Context(), []*source.Message{m}); err != nil {
 				t.Fatal(err)
 			}
 			return m
 		}},
-		{"an unknown handle", func(t *testing.T, q *memory.Queue, m *pipe.Message) *pipe.Message {
-			return &pipe.Message{MessageID: m.MessageID, ReceiptHandle: "nonsense"}
+		{"an unknown handle", func(t *testing.T, q *memory.Queue, m *source.Message) *source.Message {
+			return &source.Message{MessageID: m.MessageID, ReceiptHandle: "nonsense"}
 		}},
 	}
 	for _, tt := range tests {
@@ -321,9 +321,9 @@ func TestStaleReceiptHandles(t *testing.T) {
 				good := receiveOne(t, q)
 				var err error
 				if op == "delete" {
-					err = q.Delete(t.Context(), []*pipe.Message{stale, good})
+					err = q.Delete(t.Context(), []*source.Message{stale, good})
 				} else {
-					err = q.ChangeVisibility(t.Context(), []*pipe.Message{stale, good}, 0)
+					err = q.ChangeVisibility(t.Context(), []*source.Message{stale, good}, 0)
 				}
 				var se *core.SettleError
 				if !errors.As(err, &se) || se.Op != op || !se.SenderFault || len(se.Failed) != 1 ||
@@ -347,30 +347,30 @@ func TestLongPollWakesUp(t *testing.T) {
 		name string
 		opts memory.Options
 		// prepare runs before the receive; act runs while it waits.
-		prepare func(t *testing.T, q *memory.Queue) *pipe.Message
-		act     func(t *testing.T, q *memory.Queue, m *pipe.Message)
+		prepare func(t *testing.T, q *memory.Queue) *source.Message
+		act     func(t *testing.T, q *memory.Queue, m *source.Message)
 	}{
 		{"when a message is sent", memory.Options{},
-			func(t *testing.T, q *memory.Queue) *pipe.Message { return nil },
-			func(t *testing.T, q *memory.Queue, _ *pipe.Message) {
+			func(t *testing.T, q *memory.Queue) *source.Message { return nil },
+			func(t *testing.T, q *memory.Queue, _ *source.Message) {
 				q.Send(context.Background(), memory.SendInput{Body: "x"})
 			}},
 		{"when a message is released", memory.Options{},
-			func(t *testing.T, q *memory.Queue) *pipe.Message {
+			func(t *testing.T, q *memory.Queue) *source.Message {
 				q.Send(t.Context(), memory.SendInput{Body: "x"})
 				return receiveOne(t, q)
 			},
-			func(t *testing.T, q *memory.Queue, m *pipe.Message) {
-				q.ChangeVisibility(context.Background(), []*pipe.Message{m}, 0)
+			func(t *testing.T, q *memory.Queue, m *source.Message) {
+				q.ChangeVisibility(context.Background(), []*source.Message{m}, 0)
 			}},
 		{"when a visibility timeout expires", memory.Options{VisibilityTimeout: 50 * time.Millisecond},
-			func(t *testing.T, q *memory.Queue) *pipe.Message {
+			func(t *testing.T, q *memory.Queue) *source.Message {
 				q.Send(t.Context(), memory.SendInput{Body: "x"})
 				return receiveOne(t, q)
 			},
-			func(t *testing.T, q *memory.Queue, m *pipe.Message) {}},
+			func(t *testing.T, q *memory.Queue, m *source.Message) {}},
 		{"when the message in flight of a FIFO group is deleted", memory.Options{FIFO: true},
-			func(t *testing.T, q *memory.Queue) *pipe.Message {
+			func(t *testing.T, q *memory.Queue) *source.Message {
 				q.Send(t.Context(), memory.SendInput{Body: "1", GroupID: "g"})
 				q.Send(t.Context(), memory.SendInput{Body: "x", GroupID: "g"})
 				m, err := q.Receive(t.Context(), 1)
@@ -379,8 +379,8 @@ func TestLongPollWakesUp(t *testing.T) {
 				}
 				return m[0]
 			},
-			func(t *testing.T, q *memory.Queue, m *pipe.Message) {
-				q.Delete(context.Background(), []*pipe.Message{m})
+			func(t *testing.T, q *memory.Queue, m *source.Message) {
+				q.Delete(context.Background(), []*source.Message{m})
 			}},
 	}
 	for _, tt := range tests {
@@ -526,11 +526,11 @@ func TestSendRules(t *testing.T) {
 		{"a standard message takes no group", false, memory.SendInput{Body: "b", GroupID: "g"}, "FIFO queues only"},
 		{"a delay over 15 minutes is refused", false, memory.SendInput{Body: "b", Delay: 16 * time.Minute}, "not within 0..15m"},
 		{"an attribute of an unknown type is refused", false, memory.SendInput{Body: "b",
-			MessageAttributes: map[string]pipe.MessageAttribute{"a": {DataType: "Text", StringValue: &s}}}, `data type "Text"`},
+			MessageAttributes: map[string]source.MessageAttribute{"a": {DataType: "Text", StringValue: &s}}}, `data type "Text"`},
 		{"a string attribute needs a string value", false, memory.SendInput{Body: "b",
-			MessageAttributes: map[string]pipe.MessageAttribute{"a": {DataType: "Number.int"}}}, "needs a string value"},
+			MessageAttributes: map[string]source.MessageAttribute{"a": {DataType: "Number.int"}}}, "needs a string value"},
 		{"a custom binary attribute is accepted", false, memory.SendInput{Body: "b",
-			MessageAttributes: map[string]pipe.MessageAttribute{"a": {DataType: "Binary.gz", BinaryValue: []byte{1}}}}, ""},
+			MessageAttributes: map[string]source.MessageAttribute{"a": {DataType: "Binary.gz", BinaryValue: []byte{1}}}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -608,7 +608,7 @@ func TestBroker(t *testing.T) {
 			t.Fatal("no dead-letter queue")
 		}
 		info, _ := src.Open(t.Context())
-		want := pipe.SourceInfo{ARN: "arn:pipes:memory:r:000000000000:src", VisibilityTimeout: 30 * time.Second,
+		want := source.Info{ARN: "arn:pipes:memory:r:000000000000:src", VisibilityTimeout: 30 * time.Second,
 			MaxReceiveCount: 3, DeadLetterARN: "arn:pipes:memory:r:000000000000:dlq", InProcess: true}
 		if info != want {
 			t.Errorf("info %+v, want %+v", info, want)
@@ -679,7 +679,7 @@ func TestChangeVisibilityOutOfRangeIsAnError(t *testing.T) {
 	q.Send(t.Context(), memory.SendInput{Body: "a"})
 	m := receiveOne(t, q)
 	for _, d := range []time.Duration{-time.Second, 13 * time.Hour} {
-		err := q.ChangeVisibility(t.Context(), []*pipe.Message{m}, d)
+		err := q.ChangeVisibility(t.Context(), []*source.Message{m}, d)
 		var se *core.SettleError
 		if err == nil || errors.As(err, &se) {
 			t.Errorf("ChangeVisibility(%s) = %v, want a plain error", d, err)

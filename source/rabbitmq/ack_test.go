@@ -10,7 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/pipesproject/pipes/internal/rabbittest"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/rabbitmq"
 )
 
@@ -42,8 +42,8 @@ func TestAcksOutOfOrderSettleExactlyTheAckedMessages(t *testing.T) {
 	if len(msgs) != 40 {
 		t.Fatalf("received %d messages, want 40", len(msgs))
 	}
-	batch := func(i int) []*pipe.Message { return msgs[10*i : 10*i+10] }
-	ack := func(ms ...*pipe.Message) {
+	batch := func(i int) []*source.Message { return msgs[10*i : 10*i+10] }
+	ack := func(ms ...*source.Message) {
 		t.Helper()
 		if err := src.Ack(ctx, ms); err != nil {
 			t.Fatalf("Ack: %v", err)
@@ -51,15 +51,15 @@ func TestAcksOutOfOrderSettleExactlyTheAckedMessages(t *testing.T) {
 	}
 	ack(batch(1)...) // before the older batch: one by one
 	giveBack := batch(0)[4]
-	if err := src.Nak(ctx, []*pipe.Message{giveBack}, 0); err != nil {
+	if err := src.Nak(ctx, []*source.Message{giveBack}, 0); err != nil {
 		t.Fatalf("Nak: %v", err)
 	}
 	held := batch(0)[1] // unsettled until Close requeues it
 	ack(batch(0)[0])
-	ack(append(append([]*pipe.Message(nil), batch(0)[2:4]...), batch(0)[5:]...)...)
+	ack(append(append([]*source.Message(nil), batch(0)[2:4]...), batch(0)[5:]...)...)
 	ack(batch(3)...)
 	ack(batch(2)[7], batch(2)[2])
-	ack(append(append([]*pipe.Message(nil), batch(2)[:2]...), batch(2)[3:7]...)...)
+	ack(append(append([]*source.Message(nil), batch(2)[:2]...), batch(2)[3:7]...)...)
 	ack(batch(2)[8:]...)
 
 	// Only the message given back comes back, on the same channel.
@@ -85,7 +85,7 @@ func TestAcksOutOfOrderSettleExactlyTheAckedMessages(t *testing.T) {
 	}
 }
 
-func ids(ms []*pipe.Message) []string {
+func ids(ms []*source.Message) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.MessageID

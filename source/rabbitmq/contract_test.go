@@ -5,7 +5,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/rabbittest"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/rabbitmq"
 	"github.com/pipesproject/pipes/source/sourcetest"
 )
@@ -23,7 +23,7 @@ func TestSourceContract(t *testing.T) {
 		NoLeases:     true,
 		// A failure waits in a delay queue, its original acked.
 		DelayedNakSettles: true,
-		New: func(t *testing.T, opts sourcetest.QueueOptions) (pipe.Source, func(t *testing.T, bodies ...string)) {
+		New: func(t *testing.T, opts sourcetest.QueueOptions) (source.Source, func(t *testing.T, bodies ...string)) {
 			q := rabbittest.Name(t, "")
 			rabbittest.DeclareQueue(t, q, rabbittest.QueueOptions{})
 			src, err := rabbitmq.New(rabbitmq.Config{URL: url, Queue: q, WaitTime: opts.WaitTime})

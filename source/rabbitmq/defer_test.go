@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/rabbittest"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/rabbitmq"
 )
 
@@ -38,7 +39,7 @@ func TestDeferGivesBackWithoutCountingTheDelivery(t *testing.T) {
 			if n := src.Attempts(m); n != 1 {
 				t.Fatalf("delivery %d after %d deferrals: attempt %d, want 1", i+1, i, n)
 			}
-			kept, err := src.Defer(t.Context(), []*pipe.Message{m}, time.Second)
+			kept, err := src.Defer(t.Context(), []*source.Message{m}, time.Second)
 			if err != nil || len(kept) != 0 {
 				t.Fatalf("Defer: kept %d, %v", len(kept), err)
 			}
@@ -47,7 +48,7 @@ func TestDeferGivesBackWithoutCountingTheDelivery(t *testing.T) {
 			}
 		}
 		m := receive(t, src, 1, 20*time.Second)[0]
-		if err := src.Ack(t.Context(), []*pipe.Message{m}); err != nil {
+		if err := src.Ack(t.Context(), []*source.Message{m}); err != nil {
 			t.Fatal(err)
 		}
 		if n := rabbittest.Count(t, dlq); n != 0 {
@@ -62,21 +63,21 @@ func TestDeferGivesBackWithoutCountingTheDelivery(t *testing.T) {
 			WaitTime: 300 * time.Millisecond})
 		rabbittest.Publish(t, q, `{"outage":2}`)
 		m := receive(t, src, 1, 20*time.Second)[0]
-		if err := src.Nak(t.Context(), []*pipe.Message{m}, 0); err != nil { // a give-back: redelivered
+		if err := src.Nak(t.Context(), []*source.Message{m}, 0); err != nil { // a give-back: redelivered
 			t.Fatal(err)
 		}
 		m = receive(t, src, 1, 20*time.Second)[0]
 		if n := src.Attempts(m); n != 2 {
 			t.Fatalf("redelivered with attempt %d, want 2", n)
 		}
-		if kept, err := src.Defer(t.Context(), []*pipe.Message{m}, time.Second); err != nil || len(kept) != 0 {
+		if kept, err := src.Defer(t.Context(), []*source.Message{m}, time.Second); err != nil || len(kept) != 0 {
 			t.Fatalf("Defer: kept %d, %v", len(kept), err)
 		}
 		m = receive(t, src, 1, 20*time.Second)[0]
 		if n := src.Attempts(m); n != 2 {
 			t.Fatalf("deferred and back with attempt %d, want 2 (the deferral counted)", n)
 		}
-		if err := src.Nak(t.Context(), []*pipe.Message{m}, rabbitmq.VisibilityTimeout); err != nil { // its 2nd failure
+		if err := src.Nak(t.Context(), []*source.Message{m}, rabbitmq.VisibilityTimeout); err != nil { // its 2nd failure
 			t.Fatal(err)
 		}
 		waitCount(t, dlq, 1)

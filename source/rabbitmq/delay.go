@@ -8,7 +8,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/pipesproject/pipes/internal/backoff"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // Retry delays. See the package doc, "Retry delays outside the prefetch
@@ -101,7 +101,7 @@ func (s *Source) holdCap(e *entry, now time.Time) time.Duration {
 	return max(s.maxUnacked()-now.Sub(e.received), 0)
 }
 
-var _ pipe.HoldLimiter = (*Source)(nil)
+var _ source.HoldLimiter = (*Source)(nil)
 
 // HoldUntil is when m, received and not settled, must be given back at
 // the latest (pipe.HoldLimiter): its arrival plus the consumer timeout,
@@ -110,7 +110,7 @@ var _ pipe.HoldLimiter = (*Source)(nil)
 // that the broker never closes the channel over them (and redelivers
 // them, counted). Zero when m is not in flight. It is safe for concurrent
 // use.
-func (s *Source) HoldUntil(m *pipe.Message) time.Time {
+func (s *Source) HoldUntil(m *source.Message) time.Time {
 	s.mu.Lock()
 	e := s.inflight[m.ReceiptHandle]
 	s.mu.Unlock()

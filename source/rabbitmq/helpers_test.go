@@ -10,11 +10,11 @@ import (
 
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/syncbuf"
+	"github.com/pipesproject/pipes/source"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/pipesproject/pipes/internal/rabbittest"
-	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/rabbitmq"
 )
 
@@ -24,7 +24,7 @@ type logs = syncbuf.Buffer
 // opened is a source under test, opened, with its logs.
 type opened struct {
 	*rabbitmq.Source
-	info pipe.SourceInfo
+	info source.Info
 	logs *logs
 }
 
@@ -57,11 +57,11 @@ func open(t *testing.T, cfg rabbitmq.Config) *opened {
 }
 
 // receive receives until n messages came or within passes.
-func receive(t *testing.T, src pipe.Source, n int, within time.Duration) []*pipe.Message {
+func receive(t *testing.T, src source.Source, n int, within time.Duration) []*source.Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), within)
 	defer cancel()
-	var got []*pipe.Message
+	var got []*source.Message
 	for len(got) < n {
 		msgs, err := src.Receive(ctx, 10)
 		if ctx.Err() != nil {

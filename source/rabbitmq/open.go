@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // queueInfo is what Open learnt of the queue.
@@ -19,7 +20,7 @@ type queueInfo struct {
 	// fromManagement is true when the facts came from the management API,
 	// false when they are the fallback keys.
 	fromManagement bool
-	info           pipe.SourceInfo
+	info           source.Info
 }
 
 // Open connects, checks that the queue exists, learns its type,
@@ -29,7 +30,7 @@ type queueInfo struct {
 // blocks for those steps. A missing queue or dead-letter exchange, a
 // refused login and a stream queue are pipe.Permanent errors. After a
 // successful Open, later calls return the same SourceInfo.
-func (s *Source) Open(ctx context.Context) (pipe.SourceInfo, error) {
+func (s *Source) Open(ctx context.Context) (source.Info, error) {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
 	if q := s.opened.Load(); q != nil {
@@ -37,17 +38,17 @@ func (s *Source) Open(ctx context.Context) (pipe.SourceInfo, error) {
 	}
 	conn, err := s.dial()
 	if err != nil {
-		return pipe.SourceInfo{}, s.explainDial(err)
+		return source.Info{}, s.explainDial(err)
 	}
 	q := &queueInfo{}
 	q.facts, q.fromManagement = s.learn(ctx)
 	if q.facts.Type == "stream" {
 		_ = conn.CloseDeadline(time.Now().Add(closeTimeout))
-		return pipe.SourceInfo{}, pipe.Permanent(fmt.Errorf("RabbitMQ queue %s is a stream: pipes reads classic and quorum queues", s.cfg.Queue))
+		return source.Info{}, pipe.Permanent(fmt.Errorf("RabbitMQ queue %s is a stream: pipes reads classic and quorum queues", s.cfg.Queue))
 	}
 	if err := s.checkExchange(conn, q.facts); err != nil {
 		_ = conn.CloseDeadline(time.Now().Add(closeTimeout))
-		return pipe.SourceInfo{}, err
+		return source.Info{}, err
 	}
 	s.mu.Lock()
 	s.gen++
@@ -55,12 +56,12 @@ func (s *Source) Open(ctx context.Context) (pipe.SourceInfo, error) {
 	s.mu.Unlock()
 	ss, err := s.start(conn, gen)
 	if err != nil {
-		return pipe.SourceInfo{}, err
+		return source.Info{}, err
 	}
 	q.info = s.sourceInfo(q.facts)
 	s.opened.Store(q)
 	if !s.install(ss) {
-		return pipe.SourceInfo{}, fmt.Errorf("RabbitMQ source %s: closed", s.cfg.Queue)
+		return source.Info{}, fmt.Errorf("RabbitMQ source %s: closed", s.cfg.Queue)
 	}
 	s.advise(q.facts)
 	s.loops.Add(1)
@@ -160,8 +161,8 @@ func (s *Source) checkKeyQueue(conn *amqp.Connection, queue string) {
 }
 
 // sourceInfo is what the pipe is told of the queue.
-func (s *Source) sourceInfo(f queueFacts) pipe.SourceInfo {
-	info := pipe.SourceInfo{ARN: s.arn, VisibilityTimeout: VisibilityTimeout, MaxReceiveCount: s.cfg.MaxReceiveCount, OwnAdvice: true}
+func (s *Source) sourceInfo(f queueFacts) source.Info {
+	info := source.Info{ARN: s.arn, VisibilityTimeout: VisibilityTimeout, MaxReceiveCount: s.cfg.MaxReceiveCount, OwnAdvice: true}
 	if f.DeliveryLimit > 0 && (info.MaxReceiveCount == 0 || f.DeliveryLimit < info.MaxReceiveCount) {
 		info.MaxReceiveCount = f.DeliveryLimit
 	}

@@ -152,7 +152,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/pipesproject/pipes/internal/scrub"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // Limits and defaults of the source.
@@ -277,13 +277,13 @@ type Source struct {
 }
 
 var (
-	_ pipe.Source         = (*Source)(nil)
-	_ pipe.Opener         = (*Source)(nil)
-	_ pipe.Closer         = (*Source)(nil)
-	_ pipe.Terminator     = (*Source)(nil)
-	_ pipe.AttemptCounter = (*Source)(nil)
-	_ pipe.CancelSafe     = (*Source)(nil)
-	_ pipe.Deferrer       = (*Source)(nil)
+	_ source.Source         = (*Source)(nil)
+	_ source.Opener         = (*Source)(nil)
+	_ source.Closer         = (*Source)(nil)
+	_ source.Terminator     = (*Source)(nil)
+	_ source.AttemptCounter = (*Source)(nil)
+	_ source.CancelSafe     = (*Source)(nil)
+	_ source.Deferrer       = (*Source)(nil)
 )
 
 // New checks cfg and builds the source. It does no I/O: Open connects.
@@ -412,6 +412,6 @@ func (s *Source) scrub(err error) error {
 // source's own x-pipes-attempts header or the x-death count for this queue,
 // plus one for this delivery and one more when the broker flags it
 // redelivered. It never blocks.
-func (s *Source) Attempts(m *pipe.Message) int {
+func (s *Source) Attempts(m *source.Message) int {
 	return m.ReceiveCount()
 }

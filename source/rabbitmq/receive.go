@@ -15,7 +15,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/pipesproject/pipes/internal/core"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // entry is a delivery the source handed out and nobody settled yet.
@@ -47,7 +47,7 @@ type entry struct {
 // error. While the connection is down it returns an error saying why (the
 // source reconnects meanwhile; nothing is lost: the broker redelivers what
 // was not acked). It is safe for concurrent use.
-func (s *Source) Receive(ctx context.Context, limit int) ([]*pipe.Message, error) {
+func (s *Source) Receive(ctx context.Context, limit int) ([]*source.Message, error) {
 	if s.opened.Load() == nil {
 		return nil, fmt.Errorf("RabbitMQ source %s: used before Open", s.cfg.Queue)
 	}
@@ -85,10 +85,10 @@ more:
 }
 
 // track makes the messages of deliveries and remembers them until settled.
-func (s *Source) track(ss *session, ds []buffered) []*pipe.Message {
-	block := make([]pipe.Message, len(ds))
+func (s *Source) track(ss *session, ds []buffered) []*source.Message {
+	block := make([]source.Message, len(ds))
 	entries := make([]entry, len(ds))
-	out := make([]*pipe.Message, 0, len(ds))
+	out := make([]*source.Message, 0, len(ds))
 	s.mu.Lock()
 	for i := range ds {
 		e := &entries[i]
@@ -127,12 +127,12 @@ func (s *Source) track(ss *session, ds []buffered) []*pipe.Message {
 // fill makes m the message of delivery d: its id, receipt handle, body,
 // receive count and Pipes RabbitMQ record. When the properties do not
 // encode, the record is made without them and the error is returned.
-func fill(m *pipe.Message, d *amqp.Delivery, id, handle string, attempts int, arn string, arnJSON, keyJSON json.RawMessage) error {
+func fill(m *source.Message, d *amqp.Delivery, id, handle string, attempts int, arn string, arnJSON, keyJSON json.RawMessage) error {
 	m.MessageID, m.ReceiptHandle, m.Body = id, handle, string(d.Body)
 	m.EventSource, m.EventSourceARN = core.EventSourceRabbitMQ, arn
-	m.Attributes = map[string]string{pipe.AttrReceiveCount: strconv.Itoa(attempts)}
+	m.Attributes = map[string]string{source.AttrReceiveCount: strconv.Itoa(attempts)}
 	if !d.Timestamp.IsZero() {
-		m.Attributes[pipe.AttrSentTimestamp] = strconv.FormatInt(d.Timestamp.UnixMilli(), 10)
+		m.Attributes[source.AttrSentTimestamp] = strconv.FormatInt(d.Timestamp.UnixMilli(), 10)
 	}
 	rec, err := newRecord(d, id, arnJSON, keyJSON)
 	if err != nil {
@@ -150,14 +150,14 @@ func fill(m *pipe.Message, d *amqp.Delivery, id, handle string, attempts int, ar
 // does. Its ReceiptHandle is empty: it is for tools that read a queue
 // without a Source (pipes dlq), which settle the delivery themselves. It
 // does no I/O and is safe for concurrent use.
-func Record(d amqp.Delivery, queue, vhost, arn string) *pipe.Message {
+func Record(d amqp.Delivery, queue, vhost, arn string) *source.Message {
 	id := d.MessageId
 	if id == "" {
 		id = contentID(&d)
 	}
 	arnJSON, _ := json.Marshal(arn) // strings always encode
 	keyJSON, _ := json.Marshal(queue + "::" + vhost)
-	m := &pipe.Message{}
+	m := &source.Message{}
 	_ = fill(m, &d, id, "", attempts(&d, queue), arn, arnJSON, keyJSON) // a record is made even when the properties do not encode
 	return m
 }

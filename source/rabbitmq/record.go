@@ -11,7 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/pipesproject/pipes/internal/core"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // TimestampLayout is how records show the AMQP timestamp, as Pipes does
@@ -199,7 +199,7 @@ func decimal(d amqp.Decimal) json.Number {
 
 // newRecord is the Pipes RabbitMQ record of a delivery, its fields in
 // order; id is its messageId. The fields' JSON shares one buffer.
-func newRecord(d *amqp.Delivery, id string, arnJSON, keyJSON json.RawMessage) (*pipe.Record, error) {
+func newRecord(d *amqp.Delivery, id string, arnJSON, keyJSON json.RawMessage) (*source.Record, error) {
 	b := make([]byte, 0, 320+len(id))
 	b = appendString(b, id)
 	idEnd := len(b)
@@ -211,8 +211,8 @@ func newRecord(d *amqp.Delivery, id string, arnJSON, keyJSON json.RawMessage) (*
 	if d.Redelivered {
 		redelivered = json.RawMessage("true")
 	}
-	return &pipe.Record{
-		Fields: []pipe.RecordField{
+	return &source.Record{
+		Fields: []source.RecordField{
 			{Name: "messageId", Value: b[:idEnd:idEnd]},
 			{Name: "eventSource", Value: eventSourceJSON},
 			{Name: "eventSourceArn", Value: arnJSON},

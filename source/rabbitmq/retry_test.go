@@ -14,6 +14,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/rabbittest"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/rabbitmq"
 )
 
@@ -30,7 +31,7 @@ func TestAFailureWithoutRetryBackoffIsRetriedWithinAboutASecond(t *testing.T) {
 	rabbittest.Publish(t, q, "failing")
 	m := receive(t, src, 1, 10*time.Second)[0]
 	failedAt := time.Now()
-	if err := src.Nak(t.Context(), []*pipe.Message{m}, rabbitmq.VisibilityTimeout); err != nil {
+	if err := src.Nak(t.Context(), []*source.Message{m}, rabbitmq.VisibilityTimeout); err != nil {
 		t.Fatal(err)
 	}
 	again := receive(t, src, 1, 40*time.Second)[0]
@@ -42,7 +43,7 @@ func TestAFailureWithoutRetryBackoffIsRetriedWithinAboutASecond(t *testing.T) {
 	if again.Body != "failing" || src.Attempts(again) != 2 {
 		t.Errorf("retried %q with attempts %d, want the message with 2", again.Body, src.Attempts(again))
 	}
-	if err := src.Ack(t.Context(), []*pipe.Message{again}); err != nil {
+	if err := src.Ack(t.Context(), []*source.Message{again}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/rabbittest"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/rabbitmq"
 )
 
@@ -64,7 +64,7 @@ func TestThePasswordAppearsInNoErrorLogRecordOrARN(t *testing.T) {
 	rec, _ := m.JSON()
 	seen = append(seen, string(rec), src.info.ARN, m.EventSourceARN)
 	closeConnections(t, q)
-	if err := src.Ack(t.Context(), []*pipe.Message{m}); err != nil {
+	if err := src.Ack(t.Context(), []*source.Message{m}); err != nil {
 		seen = append(seen, err.Error())
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)

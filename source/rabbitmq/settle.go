@@ -9,7 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/pipesproject/pipes/internal/core"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // DeferredAtHeader is the header of an outage's copy (Defer) that says
@@ -18,12 +18,12 @@ import (
 // (pipe.DeferralTeller). A failure's copy does not carry it.
 const DeferredAtHeader = "x-pipes-deferred-at"
 
-var _ pipe.DeferralTeller = (*Source)(nil)
+var _ source.DeferralTeller = (*Source)(nil)
 
 // DeferredAt is when Defer last moved m's message to a delay queue (its
 // DeferredAtHeader), zero when never or when a failure's retry came in
 // between, or when m is not in flight. It is safe for concurrent use.
-func (s *Source) DeferredAt(m *pipe.Message) time.Time {
+func (s *Source) DeferredAt(m *source.Message) time.Time {
 	s.mu.Lock()
 	e := s.inflight[m.ReceiptHandle]
 	var v any
@@ -86,7 +86,7 @@ const (
 // *pipe.SettleError with SenderFault (the broker redelivers those). It
 // does not block on the broker (acks have no answer) and is safe for
 // concurrent use.
-func (s *Source) Ack(ctx context.Context, msgs []*pipe.Message) error {
+func (s *Source) Ack(ctx context.Context, msgs []*source.Message) error {
 	es, failed := s.claim(msgs)
 	s.ackEntries(es, failed)
 	return settleError(opAck, failed)
@@ -123,7 +123,7 @@ func (s *Source) Ack(ctx context.Context, msgs []*pipe.Message) error {
 // Nak waits for neither. On a quorum queue of RabbitMQ before 4.3
 // every requeue, a give-back's too, counts towards the delivery limit.
 // Failures are reported like Ack's. It is safe for concurrent use.
-func (s *Source) Nak(ctx context.Context, msgs []*pipe.Message, delay time.Duration) error {
+func (s *Source) Nak(ctx context.Context, msgs []*source.Message, delay time.Duration) error {
 	if delay <= 0 {
 		return s.settleNow(msgs, opRequeue, requeueNow)
 	}
@@ -135,7 +135,7 @@ func (s *Source) Nak(ctx context.Context, msgs []*pipe.Message, delay time.Durat
 // error and requeues them after VisibilityTimeout. A message that went
 // round a dead-letter cycle is not dead-lettered again either (see Nak).
 // Failures are reported like Ack's. It is safe for concurrent use.
-func (s *Source) Term(ctx context.Context, msgs []*pipe.Message) error {
+func (s *Source) Term(ctx context.Context, msgs []*source.Message) error {
 	q := s.opened.Load()
 	if q != nil && !q.facts.HasDLX {
 		s.log.Error("messages should be dead-lettered but the RabbitMQ queue has no dead-letter exchange: they are requeued after a delay instead",
@@ -155,13 +155,13 @@ func (s *Source) Term(ctx context.Context, msgs []*pipe.Message) error {
 // left unacked, as it was, for the pipe to hold and send again. Unknown
 // and stale receipts are reported like Ack's. It blocks for the confirms
 // and is safe for concurrent use.
-func (s *Source) Defer(ctx context.Context, msgs []*pipe.Message, delay time.Duration) ([]*pipe.Message, error) {
+func (s *Source) Defer(ctx context.Context, msgs []*source.Message, delay time.Duration) ([]*source.Message, error) {
 	if s.opened.Load() == nil {
 		return msgs, fmt.Errorf("RabbitMQ source %s: used before Open", s.cfg.Queue)
 	}
 	failed := map[string]error{}
 	es := make([]*entry, 0, len(msgs))
-	ms := make([]*pipe.Message, 0, len(msgs))
+	ms := make([]*source.Message, 0, len(msgs))
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -182,7 +182,7 @@ func (s *Source) Defer(ctx context.Context, msgs []*pipe.Message, delay time.Dur
 	s.timers.Add(1)
 	s.mu.Unlock()
 	defer s.timers.Done()
-	var kept []*pipe.Message
+	var kept []*source.Message
 	var why error
 	for i, e := range es {
 		err := s.deferOne(e, delay, time.Now())
@@ -246,7 +246,7 @@ func (s *Source) deferOne(e *entry, delay time.Duration, deferred time.Time) err
 }
 
 // settleNow claims the messages and applies a to each now.
-func (s *Source) settleNow(msgs []*pipe.Message, op string, a action) error {
+func (s *Source) settleNow(msgs []*source.Message, op string, a action) error {
 	es, failed := s.claim(msgs)
 	for _, e := range es {
 		if err := s.apply(e, a); err != nil {
@@ -277,7 +277,7 @@ func (s *Source) apply(e *entry, a action) error {
 
 // fail settles failed messages by the queue's rules (see Nak), or with
 // term by Term's (dead-letter when there is a dead-letter exchange).
-func (s *Source) fail(msgs []*pipe.Message, delay time.Duration, op string, term bool) error {
+func (s *Source) fail(msgs []*source.Message, delay time.Duration, op string, term bool) error {
 	q := s.opened.Load()
 	if q == nil {
 		return fmt.Errorf("RabbitMQ source %s: used before Open", s.cfg.Queue)
@@ -479,7 +479,7 @@ stale:
 
 // claim takes the entries of the messages out of the source: the caller
 // settles them. Receipts that cannot be settled are in failed.
-func (s *Source) claim(msgs []*pipe.Message) (es []*entry, failed map[string]error) {
+func (s *Source) claim(msgs []*source.Message) (es []*entry, failed map[string]error) {
 	failed = map[string]error{}
 	es = make([]*entry, 0, len(msgs))
 	s.mu.Lock()

@@ -16,7 +16,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/rabbittest"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/rabbitmq"
 )
 
@@ -88,7 +88,7 @@ func TestRecordsHaveThePipesRabbitMQShape(t *testing.T) {
 			if src.Attempts(m) != 1 || m.ReceiveCount() != 1 {
 				t.Errorf("attempts %d, ApproximateReceiveCount %d, want 1", src.Attempts(m), m.ReceiveCount())
 			}
-			if err := src.Ack(t.Context(), []*pipe.Message{m}); err != nil {
+			if err := src.Ack(t.Context(), []*source.Message{m}); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -121,13 +121,13 @@ func TestMessageIDsAreUniqueInFlightAndStableAcrossRedeliveries(t *testing.T) {
 	if !ids["dup"] {
 		t.Errorf("ids %v: none is the AMQP message-id", ids)
 	}
-	var noID *pipe.Message
+	var noID *source.Message
 	for _, m := range got {
 		if m.Body == "no id" {
 			noID = m
 		}
 	}
-	if err := src.Nak(t.Context(), []*pipe.Message{noID}, 0); err != nil {
+	if err := src.Nak(t.Context(), []*source.Message{noID}, 0); err != nil {
 		t.Fatal(err)
 	}
 	again := receive(t, src, 1, 10*time.Second)[0]
@@ -194,7 +194,7 @@ func TestFailedMessagesAreDeadLetteredTheRabbitMQWay(t *testing.T) {
 				}
 				for _, m := range msgs {
 					counts = append(counts, src.Attempts(m))
-					if err := src.Nak(t.Context(), []*pipe.Message{m}, 50*time.Millisecond); err != nil {
+					if err := src.Nak(t.Context(), []*source.Message{m}, 50*time.Millisecond); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -243,7 +243,7 @@ func TestWithoutADeadLetterExchangeAFailureIsRequeuedAfterTheDelay(t *testing.T)
 	m := receive(t, src, 1, 10*time.Second)[0]
 	const delay = 1500 * time.Millisecond
 	failedAt := time.Now()
-	if err := src.Nak(t.Context(), []*pipe.Message{m}, delay); err != nil {
+	if err := src.Nak(t.Context(), []*source.Message{m}, delay); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := src.Pending(t.Context()); err != nil || n != 1 {
@@ -256,7 +256,7 @@ func TestWithoutADeadLetterExchangeAFailureIsRequeuedAfterTheDelay(t *testing.T)
 	if again.Body != "failing" || src.Attempts(again) != 2 {
 		t.Errorf("redelivered %q with attempts %d, want the message with 2", again.Body, src.Attempts(again))
 	}
-	if err := src.Ack(t.Context(), []*pipe.Message{again}); err != nil {
+	if err := src.Ack(t.Context(), []*source.Message{again}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -278,7 +278,7 @@ func TestAGiveBackRequeuesWithoutDeadLettering(t *testing.T) {
 		if !m.Record.Filterable("basicProperties") || m.Record.Filterable("eventSourceArn") {
 			t.Error("record filterability is wrong")
 		}
-		if err := src.Nak(t.Context(), []*pipe.Message{m}, 0); err != nil {
+		if err := src.Nak(t.Context(), []*source.Message{m}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -286,7 +286,7 @@ func TestAGiveBackRequeuesWithoutDeadLettering(t *testing.T) {
 		t.Errorf("%d messages dead-lettered by give-backs", n)
 	}
 	m := receive(t, src, 1, 10*time.Second)[0]
-	if err := src.Ack(t.Context(), []*pipe.Message{m}); err != nil {
+	if err := src.Ack(t.Context(), []*source.Message{m}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -300,14 +300,14 @@ func TestTermDeadLettersThroughTheQueuesExchange(t *testing.T) {
 	src := open(t, rabbitmq.Config{Queue: q})
 	rabbittest.Publish(t, q, "bad request")
 	m := receive(t, src, 1, 10*time.Second)[0]
-	if err := src.Term(t.Context(), []*pipe.Message{m}); err != nil {
+	if err := src.Term(t.Context(), []*source.Message{m}); err != nil {
 		t.Fatal(err)
 	}
 	waitCount(t, dlq, 1)
 	if x := xDeath(t, rabbittest.Get(t, dlq)[0]); x["reason"] != "rejected" || x["queue"] != q {
 		t.Errorf("x-death %v", x)
 	}
-	se := settleErr(t, src.Term(t.Context(), []*pipe.Message{m}))
+	se := settleErr(t, src.Term(t.Context(), []*source.Message{m}))
 	if !se.SenderFault || se.Failed[m.ReceiptHandle] == nil {
 		t.Errorf("a second Term: %v", se)
 	}
@@ -397,7 +397,7 @@ func TestTheFallbackKeysStandInForAnUnreachableManagementAPI(t *testing.T) {
 	}
 	rabbittest.Publish(t, q, "x")
 	m := receive(t, src, 1, 10*time.Second)[0]
-	if err := src.Term(t.Context(), []*pipe.Message{m}); err != nil {
+	if err := src.Term(t.Context(), []*source.Message{m}); err != nil {
 		t.Fatal(err)
 	}
 	waitCount(t, dlq, 1)
@@ -539,7 +539,7 @@ func TestPastMaxReceiveCountWithoutADeadLetterExchangeMessagesAreRequeuedNotDrop
 	src := open(t, rabbitmq.Config{Queue: q, MaxReceiveCount: 1})
 	rabbittest.Publish(t, q, "kept")
 	m := receive(t, src, 1, 10*time.Second)[0]
-	if err := src.Nak(t.Context(), []*pipe.Message{m}, 100*time.Millisecond); err != nil {
+	if err := src.Nak(t.Context(), []*source.Message{m}, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	again := receive(t, src, 1, 10*time.Second)[0]
@@ -549,7 +549,7 @@ func TestPastMaxReceiveCountWithoutADeadLetterExchangeMessagesAreRequeuedNotDrop
 	if !strings.Contains(src.logs.String(), "no dead-letter exchange: they are requeued") {
 		t.Errorf("no error logged:\n%s", src.logs)
 	}
-	if err := src.Ack(t.Context(), []*pipe.Message{again}); err != nil {
+	if err := src.Ack(t.Context(), []*source.Message{again}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -569,7 +569,7 @@ func TestAMessageWaitingForItsRetryWhenTheConnectionGoesIsRedeliveredNotLost(t *
 	src := open(t, rabbitmq.Config{Queue: q})
 	rabbittest.Publish(t, q, "held")
 	m := receive(t, src, 1, 10*time.Second)[0]
-	if err := src.Nak(t.Context(), []*pipe.Message{m}, 2*time.Second); err != nil {
+	if err := src.Nak(t.Context(), []*source.Message{m}, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	closeConnections(t, q)
@@ -647,7 +647,7 @@ func TestConcurrentReceivesAndSettlesLoseAndDuplicateNothing(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				var ack, back []*pipe.Message
+				var ack, back []*source.Message
 				for i, m := range msgs {
 					if m.ReceiveCount() == 1 && i%3 == 0 {
 						back = append(back, m) // first deliveries, now and then, go back once

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/core"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // QueueOptions are what a subtest asks of the fresh queue it gets.
@@ -43,7 +43,7 @@ type Harness struct {
 	// on error). It is called once per subtest, from parallel subtests;
 	// use t.Cleanup to remove the queue. Sources that implement
 	// pipe.Opener are opened by the suite.
-	New func(t *testing.T, opts QueueOptions) (src pipe.Source, send func(t *testing.T, bodies ...string))
+	New func(t *testing.T, opts QueueOptions) (src source.Source, send func(t *testing.T, bodies ...string))
 	// VisibilityTimeout is the short visibility timeout the suite waits
 	// out: default 200ms. Servers with a 1 s minimum use 1-2 s.
 	VisibilityTimeout time.Duration
@@ -143,23 +143,23 @@ func Run(t *testing.T, h Harness) {
 // queue is one subtest's source.
 type queue struct {
 	h    Harness
-	src  pipe.Source
+	src  source.Source
 	send func(t *testing.T, bodies ...string)
-	info pipe.SourceInfo
+	info source.Info
 }
 
 func open(t *testing.T, h Harness, opts QueueOptions) *queue {
 	t.Helper()
 	src, send := h.New(t, opts)
 	q := &queue{h: h, src: src, send: send}
-	if o, ok := src.(pipe.Opener); ok {
+	if o, ok := src.(source.Opener); ok {
 		info, err := o.Open(t.Context())
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
 		q.info = info
 	}
-	if c, ok := src.(pipe.Closer); ok {
+	if c, ok := src.(source.Closer); ok {
 		t.Cleanup(func() {
 			if err := c.Close(context.Background()); err != nil {
 				t.Errorf("Close: %v", err)
@@ -171,11 +171,11 @@ func open(t *testing.T, h Harness, opts QueueOptions) *queue {
 
 // receiveN receives until n messages came or patience runs out (then it
 // fails t). It checks that no receive returns more than max.
-func (q *queue) receiveN(t *testing.T, n, max int) []*pipe.Message {
+func (q *queue) receiveN(t *testing.T, n, max int) []*source.Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), q.h.Patience)
 	defer cancel()
-	var got []*pipe.Message
+	var got []*source.Message
 	for len(got) < n {
 		msgs, err := q.src.Receive(ctx, max)
 		if ctx.Err() != nil {
@@ -208,14 +208,14 @@ func (q *queue) receiveNone(t *testing.T) {
 	}
 }
 
-func (q *queue) delete(t *testing.T, msgs ...*pipe.Message) {
+func (q *queue) delete(t *testing.T, msgs ...*source.Message) {
 	t.Helper()
 	if err := q.src.Ack(t.Context(), msgs); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
 }
 
-func bodies(msgs []*pipe.Message) []string {
+func bodies(msgs []*source.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
 		out[i] = m.Body
@@ -248,16 +248,16 @@ func testRecordShape(t *testing.T, h Harness) {
 			t.Errorf("message %s: empty receiptHandle", m.MessageID)
 		}
 		if m.ReceiveCount() != 1 {
-			t.Errorf("message %s: ApproximateReceiveCount %q, want 1", m.MessageID, m.Attributes[pipe.AttrReceiveCount])
+			t.Errorf("message %s: ApproximateReceiveCount %q, want 1", m.MessageID, m.Attributes[source.AttrReceiveCount])
 		}
 		if !h.NotSQSShaped {
 			sum := md5.Sum([]byte(m.Body))
 			if m.MD5OfBody != hex.EncodeToString(sum[:]) {
 				t.Errorf("message %s: md5OfBody %q, want %x", m.MessageID, m.MD5OfBody, sum)
 			}
-			ts, err := strconv.ParseInt(m.Attributes[pipe.AttrSentTimestamp], 10, 64)
+			ts, err := strconv.ParseInt(m.Attributes[source.AttrSentTimestamp], 10, 64)
 			if err != nil || ts < before {
-				t.Errorf("message %s: SentTimestamp %q is not a recent epoch in ms", m.MessageID, m.Attributes[pipe.AttrSentTimestamp])
+				t.Errorf("message %s: SentTimestamp %q is not a recent epoch in ms", m.MessageID, m.Attributes[source.AttrSentTimestamp])
 			}
 		}
 		if m.EventSource != h.EventSource {
@@ -276,7 +276,7 @@ func testRecordShape(t *testing.T, h Harness) {
 func testMax(t *testing.T, h Harness) {
 	q := open(t, h, QueueOptions{VisibilityTimeout: longVisibility, WaitTime: h.WaitTime})
 	q.send(t, "1", "2", "3", "4", "5")
-	var got []*pipe.Message
+	var got []*source.Message
 	for _, max := range []int{1, 2} {
 		got = append(got, q.receiveN(t, max, max)...)
 	}
@@ -297,7 +297,7 @@ func testRelease(t *testing.T, h Harness) {
 	q := open(t, h, QueueOptions{VisibilityTimeout: longVisibility, WaitTime: h.WaitTime})
 	q.send(t, "released")
 	first := q.receiveN(t, 1, 10)[0]
-	if err := q.src.Nak(t.Context(), []*pipe.Message{first}, 0); err != nil {
+	if err := q.src.Nak(t.Context(), []*source.Message{first}, 0); err != nil {
 		t.Fatalf("ChangeVisibility 0: %v", err)
 	}
 	again := q.receiveN(t, 1, 10)[0]
@@ -353,11 +353,11 @@ func testCancel(t *testing.T, h Harness) {
 		return
 	}
 	const n = 3
-	var got []*pipe.Message
+	var got []*source.Message
 	for i := range n {
 		ctx, cancel := context.WithCancel(t.Context())
 		type result struct {
-			msgs []*pipe.Message
+			msgs []*source.Message
 			err  error
 		}
 		res := make(chan result, 1)
@@ -394,20 +394,20 @@ func testStaleHandle(t *testing.T, h Harness) {
 	if good.Body != "good" {
 		good, stale = stale, good
 	}
-	forged := &pipe.Message{MessageID: stale.MessageID, ReceiptHandle: "AQEBstale" + stale.ReceiptHandle[:min(8, len(stale.ReceiptHandle))] + "x"}
+	forged := &source.Message{MessageID: stale.MessageID, ReceiptHandle: "AQEBstale" + stale.ReceiptHandle[:min(8, len(stale.ReceiptHandle))] + "x"}
 
 	for _, op := range []struct {
 		name string
-		call func(msgs []*pipe.Message) error
+		call func(msgs []*source.Message) error
 	}{
-		{"change visibility", func(msgs []*pipe.Message) error { return q.src.Nak(t.Context(), msgs, longVisibility) }},
-		{"delete", func(msgs []*pipe.Message) error { return q.src.Ack(t.Context(), msgs) }},
+		{"change visibility", func(msgs []*source.Message) error { return q.src.Nak(t.Context(), msgs, longVisibility) }},
+		{"delete", func(msgs []*source.Message) error { return q.src.Ack(t.Context(), msgs) }},
 	} {
 		if h.DelayedNakSettles && op.name == "delete" {
 			q.send(t, "good")
 			good = q.receiveN(t, 1, 10)[0] // the first was settled by the Nak
 		}
-		err := op.call([]*pipe.Message{good, forged})
+		err := op.call([]*source.Message{good, forged})
 		var se *core.SettleError
 		if !errors.As(err, &se) {
 			t.Fatalf("%s with a stale handle returned %v, want a *pipe.SettleError", op.name, err)

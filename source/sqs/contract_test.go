@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/pipesproject/pipes/internal/sqstest"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/source/sourcetest"
 	"github.com/pipesproject/pipes/source/sqs"
 )
@@ -31,7 +31,7 @@ func TestSourceContract(t *testing.T) {
 			WaitTime:                   time.Second,
 			AbandonedPollsTakeMessages: true,
 			ForgedHandlesSettle:        server == sqstest.Fauxqs,
-			New: func(t *testing.T, opts sourcetest.QueueOptions) (pipe.Source, func(t *testing.T, bodies ...string)) {
+			New: func(t *testing.T, opts sourcetest.QueueOptions) (source.Source, func(t *testing.T, bodies ...string)) {
 				url, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: max(opts.VisibilityTimeout, opts.WaitTime)})
 				src, err := sqs.New(context.Background(), sqs.Config{
 					QueueURL: url, Endpoint: endpoint, WaitTime: opts.WaitTime,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/sqsname"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // sqsAPI is the part of the SQS client the source calls.
@@ -31,21 +32,21 @@ type sqsAPI interface {
 // endpoint (Config.QueueAt, EndpointAt), and saying what to check; the
 // SDK's text is logged at debug level. Open may be called again; the last
 // call wins.
-func (s *Source) Open(ctx context.Context) (pipe.SourceInfo, error) {
+func (s *Source) Open(ctx context.Context) (source.Info, error) {
 	url, err := s.resolveURL(ctx)
 	if err != nil {
-		return pipe.SourceInfo{}, err
+		return source.Info{}, err
 	}
 	out, err := s.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(url),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll},
 	})
 	if err != nil {
-		return pipe.SourceInfo{}, s.explain("GetQueueAttributes", "reading the attributes of SQS queue "+s.name, err)
+		return source.Info{}, s.explain("GetQueueAttributes", "reading the attributes of SQS queue "+s.name, err)
 	}
 	q, err := s.queueFrom(url, out.Attributes)
 	if err != nil {
-		return pipe.SourceInfo{}, fmt.Errorf("reading the attributes of SQS queue %s: %w", s.name, err)
+		return source.Info{}, fmt.Errorf("reading the attributes of SQS queue %s: %w", s.name, err)
 	}
 	s.queue.Store(q)
 	return q.info, nil
@@ -81,7 +82,7 @@ func (s *Source) queueFrom(url string, attrs map[string]string) (*queue, error) 
 	if a, err := sqsname.ParseQueueARN(q.arn); err == nil {
 		q.region = a.Region
 	}
-	q.info = pipe.SourceInfo{
+	q.info = source.Info{
 		ARN:               q.arn,
 		FIFO:              attrs[string(types.QueueAttributeNameFifoQueue)] == "true",
 		VisibilityTimeout: time.Duration(ceilSeconds(s.cfg.VisibilityTimeout)) * time.Second,

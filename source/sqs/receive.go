@@ -8,8 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // Receive makes one ReceiveMessage call for up to limit messages (clamped to
@@ -21,7 +20,7 @@ import (
 // and missing-queue errors with pipe.Permanent. With Config.Payloads, S3
 // pointers are fetched and S3 event notifications split before it returns
 // (see Payloads). It is safe for concurrent use.
-func (s *Source) Receive(ctx context.Context, limit int) ([]*pipe.Message, error) {
+func (s *Source) Receive(ctx context.Context, limit int) ([]*source.Message, error) {
 	q, err := s.opened()
 	if err != nil {
 		return nil, err
@@ -54,12 +53,12 @@ func (s *Source) Receive(ctx context.Context, limit int) ([]*pipe.Message, error
 
 // toMessages maps SQS messages to Pipes records. It allocates the records
 // in one block; the system attribute maps of the SDK are used as they are.
-func toMessages(in []types.Message, arn, region string) []*pipe.Message {
+func toMessages(in []types.Message, arn, region string) []*source.Message {
 	if len(in) == 0 {
 		return nil
 	}
-	block := make([]pipe.Message, len(in))
-	out := make([]*pipe.Message, len(in))
+	block := make([]source.Message, len(in))
+	out := make([]*source.Message, len(in))
 	for i := range in {
 		m := &in[i]
 		rec := &block[i]
@@ -80,13 +79,13 @@ func toMessages(in []types.Message, arn, region string) []*pipe.Message {
 
 // toAttributes maps message attributes to the Lambda/Pipes shape, where
 // the list values are always arrays (never null).
-func toAttributes(in map[string]types.MessageAttributeValue) map[string]pipe.MessageAttribute {
+func toAttributes(in map[string]types.MessageAttributeValue) map[string]source.MessageAttribute {
 	if len(in) == 0 {
 		return nil
 	}
-	out := make(map[string]pipe.MessageAttribute, len(in))
+	out := make(map[string]source.MessageAttribute, len(in))
 	for k, v := range in {
-		a := pipe.MessageAttribute{
+		a := source.MessageAttribute{
 			StringValue:      v.StringValue,
 			BinaryValue:      v.BinaryValue,
 			StringListValues: v.StringListValues,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/s3payload"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // DefaultPayloadConcurrency is how many S3 objects a source fetches or
@@ -94,7 +95,7 @@ func newPayloads(cfg *Payloads, log *slog.Logger) *payloads {
 // heartbeat keeps a message hidden only once Receive returned it); a
 // fetch not done by then, or when ctx is done, fails its message (which
 // is still returned, so that it is settled and nothing is lost).
-func (p *payloads) unwrap(ctx context.Context, msgs []*pipe.Message, within time.Duration) {
+func (p *payloads) unwrap(ctx context.Context, msgs []*source.Message, within time.Duration) {
 	if within > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, within)
@@ -120,7 +121,7 @@ func (p *payloads) unwrap(ctx context.Context, msgs []*pipe.Message, within time
 }
 
 // fetch replaces m's pointer body by the object.
-func (p *payloads) fetch(ctx context.Context, m *pipe.Message, ptr s3payload.Pointer) {
+func (p *payloads) fetch(ctx context.Context, m *source.Message, ptr s3payload.Pointer) {
 	select {
 	case p.fetches <- struct{}{}:
 	case <-ctx.Done():
@@ -141,17 +142,17 @@ func (p *payloads) fetch(ctx context.Context, m *pipe.Message, ptr s3payload.Poi
 }
 
 // splitEvent makes m's records when its body is an S3 event notification.
-func splitEvent(m *pipe.Message) {
+func splitEvent(m *source.Message) {
 	ev := s3payload.ParseEvent(m.Body)
 	switch ev.Kind {
 	case s3payload.TestEvent:
 		m.Envelope = json.RawMessage(m.Body)
-		m.Split = []*pipe.Message{}
+		m.Split = []*source.Message{}
 	case s3payload.Records:
 		env := json.RawMessage(m.Body)
-		m.Split = make([]*pipe.Message, len(ev.Entries))
+		m.Split = make([]*source.Message, len(ev.Entries))
 		for i, e := range ev.Entries {
-			m.Split[i] = &pipe.Message{
+			m.Split[i] = &source.Message{
 				MessageID: m.MessageID, ReceiptHandle: m.ReceiptHandle, Body: string(e),
 				Attributes: m.Attributes, MessageAttributes: m.MessageAttributes,
 				MD5OfBody: m.MD5OfBody, MD5OfMessageAttributes: m.MD5OfMessageAttributes,
@@ -169,7 +170,7 @@ func splitEvent(m *pipe.Message) {
 // once, and is safe for concurrent use. A failed delete is logged and
 // counted (OnDelete); it fails nothing: the message is gone already, the
 // object is left behind.
-func (s *Source) Acked(ctx context.Context, msgs []*pipe.Message) {
+func (s *Source) Acked(ctx context.Context, msgs []*source.Message) {
 	p := s.payloads
 	if p == nil || !p.cfg.Delete {
 		return
@@ -200,7 +201,7 @@ func (s *Source) Acked(ctx context.Context, msgs []*pipe.Message) {
 }
 
 // deleted records the outcome of one object delete.
-func (p *payloads) deleted(m *pipe.Message, ptr s3payload.Pointer, err error) {
+func (p *payloads) deleted(m *source.Message, ptr s3payload.Pointer, err error) {
 	if p.cfg.OnDelete != nil {
 		p.cfg.OnDelete(err != nil)
 	}

@@ -13,7 +13,7 @@ import (
 
 	expbackoff "github.com/pipesproject/pipes/internal/backoff"
 	"github.com/pipesproject/pipes/internal/core"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // Settle tuning: attempts per entry, backoff, concurrent calls per settle.
@@ -56,12 +56,12 @@ func (e *EntryError) Error() string {
 // reported by a *pipe.SettleError keyed by receipt handle, and all others were
 // deleted. It blocks until done or ctx is done and is safe for concurrent
 // use.
-func (s *Source) Delete(ctx context.Context, msgs []*pipe.Message) error {
+func (s *Source) Delete(ctx context.Context, msgs []*source.Message) error {
 	q, err := s.opened()
 	if err != nil {
 		return err
 	}
-	return s.settle(ctx, opDelete, msgs, func(ctx context.Context, chunk []*pipe.Message, ids []string) ([]types.BatchResultErrorEntry, []string, error) {
+	return s.settle(ctx, opDelete, msgs, func(ctx context.Context, chunk []*source.Message, ids []string) ([]types.BatchResultErrorEntry, []string, error) {
 		entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
 		for i, m := range chunk {
 			entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(ids[i]), ReceiptHandle: aws.String(m.ReceiptHandle)}
@@ -79,16 +79,16 @@ func (s *Source) Delete(ctx context.Context, msgs []*pipe.Message) error {
 }
 
 // Ack is the settling verb Ack: Delete.
-func (s *Source) Ack(ctx context.Context, msgs []*pipe.Message) error { return s.Delete(ctx, msgs) }
+func (s *Source) Ack(ctx context.Context, msgs []*source.Message) error { return s.Delete(ctx, msgs) }
 
 // Nak is the settling verb Nak (NakWithDelay when delay > 0):
 // ChangeVisibility(delay).
-func (s *Source) Nak(ctx context.Context, msgs []*pipe.Message, delay time.Duration) error {
+func (s *Source) Nak(ctx context.Context, msgs []*source.Message, delay time.Duration) error {
 	return s.ChangeVisibility(ctx, msgs, delay)
 }
 
 // Extend is the settling verb InProgress: ChangeVisibility(d), d from now.
-func (s *Source) Extend(ctx context.Context, msgs []*pipe.Message, d time.Duration) error {
+func (s *Source) Extend(ctx context.Context, msgs []*source.Message, d time.Duration) error {
 	return s.ChangeVisibility(ctx, msgs, d)
 }
 
@@ -97,13 +97,13 @@ func (s *Source) Extend(ctx context.Context, msgs []*pipe.Message, d time.Durati
 // ChangeMessageVisibilityBatch. Calls, retries and failures work as in
 // Delete. It blocks until done or ctx is done and is safe for concurrent
 // use.
-func (s *Source) ChangeVisibility(ctx context.Context, msgs []*pipe.Message, d time.Duration) error {
+func (s *Source) ChangeVisibility(ctx context.Context, msgs []*source.Message, d time.Duration) error {
 	q, err := s.opened()
 	if err != nil {
 		return err
 	}
 	secs := int32(ceilSeconds(min(max(d, 0), MaxVisibilityTimeout)))
-	return s.settle(ctx, opVisibility, msgs, func(ctx context.Context, chunk []*pipe.Message, ids []string) ([]types.BatchResultErrorEntry, []string, error) {
+	return s.settle(ctx, opVisibility, msgs, func(ctx context.Context, chunk []*source.Message, ids []string) ([]types.BatchResultErrorEntry, []string, error) {
 		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
 		for i, m := range chunk {
 			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(ids[i]), ReceiptHandle: aws.String(m.ReceiptHandle), VisibilityTimeout: secs}
@@ -122,18 +122,18 @@ func (s *Source) ChangeVisibility(ctx context.Context, msgs []*pipe.Message, d t
 
 // batchCall sends one batch call for chunk, whose entry ids are ids, and
 // returns the failed entries, the ids that succeeded, or the call's error.
-type batchCall func(ctx context.Context, chunk []*pipe.Message, ids []string) (failed []types.BatchResultErrorEntry, succeeded []string, err error)
+type batchCall func(ctx context.Context, chunk []*source.Message, ids []string) (failed []types.BatchResultErrorEntry, succeeded []string, err error)
 
 // failure is one message that could not be settled.
 type failure struct {
-	m           *pipe.Message
+	m           *source.Message
 	err         error
 	senderFault bool
 }
 
 // settle splits msgs into chunks of ten, runs them (a single chunk inline,
 // more with bounded concurrency) and gathers what failed.
-func (s *Source) settle(ctx context.Context, op string, msgs []*pipe.Message, call batchCall) error {
+func (s *Source) settle(ctx context.Context, op string, msgs []*source.Message, call batchCall) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -175,7 +175,7 @@ var chunkIDs = [MaxBatch]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"
 // settleChunk settles up to ten messages, retrying the entries that fail
 // without the sender's fault, and returns the ones that still failed.
 // Entry ids are the messages' indexes in chunk.
-func (s *Source) settleChunk(ctx context.Context, op string, chunk []*pipe.Message, call batchCall) []failure {
+func (s *Source) settleChunk(ctx context.Context, op string, chunk []*source.Message, call batchCall) []failure {
 	var (
 		lastErr  [MaxBatch]error // why each pending entry failed last
 		pending  = chunk
@@ -223,7 +223,7 @@ func (s *Source) settleChunk(ctx context.Context, op string, chunk []*pipe.Messa
 			}
 			lastErr[i] = ee
 		}
-		var nextMsgs []*pipe.Message
+		var nextMsgs []*source.Message
 		var nextIDs []string
 		for _, id := range ids {
 			i := index(id)

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/pipesproject/pipes/internal/core"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // fakeSQS is a fake of exactly the sqsAPI interface the source declares,
@@ -124,10 +124,10 @@ func failHandle(handles map[string]string, h, code string, senderFault bool) []t
 	return out
 }
 
-func fakeMessages(n int) []*pipe.Message {
-	msgs := make([]*pipe.Message, n)
+func fakeMessages(n int) []*source.Message {
+	msgs := make([]*source.Message, n)
 	for i := range msgs {
-		msgs[i] = &pipe.Message{MessageID: "m" + strconv.Itoa(i), ReceiptHandle: "h" + strconv.Itoa(i)}
+		msgs[i] = &source.Message{MessageID: "m" + strconv.Itoa(i), ReceiptHandle: "h" + strconv.Itoa(i)}
 	}
 	return msgs
 }
@@ -375,7 +375,7 @@ func TestOpenWithTheFakeReadsAStringMaxReceiveCount(t *testing.T) {
 	t.Parallel()
 	src := openFake(t, &fakeSQS{})
 	q, _ := src.opened()
-	want := pipe.SourceInfo{ARN: "arn:aws:sqs:eu-west-1:123456789012:orders", VisibilityTimeout: 30 * time.Second, MaxReceiveCount: 5, DeadLetterARN: "arn:aws:sqs:eu-west-1:123456789012:orders-dlq"}
+	want := source.Info{ARN: "arn:aws:sqs:eu-west-1:123456789012:orders", VisibilityTimeout: 30 * time.Second, MaxReceiveCount: 5, DeadLetterARN: "arn:aws:sqs:eu-west-1:123456789012:orders-dlq"}
 	if q.info != want || q.region != "eu-west-1" {
 		t.Errorf("opened %+v in %s, want %+v in eu-west-1", q.info, q.region, want)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/internal/sqsname"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // Limits of SQS that the source applies.
@@ -100,18 +100,18 @@ type queue struct {
 	url    string
 	arn    string
 	region string
-	info   pipe.SourceInfo
+	info   source.Info
 	// receiveVisibility is the VisibilityTimeout receives ask for: always
 	// explicit, so the heartbeat and the server agree.
 	receiveVisibility time.Duration
 }
 
 var (
-	_ pipe.Source      = (*Source)(nil)
-	_ pipe.Opener      = (*Source)(nil)
-	_ pipe.Closer      = (*Source)(nil)
-	_ pipe.Extender    = (*Source)(nil)
-	_ pipe.AckObserver = (*Source)(nil)
+	_ source.Source      = (*Source)(nil)
+	_ source.Opener      = (*Source)(nil)
+	_ source.Closer      = (*Source)(nil)
+	_ source.Extender    = (*Source)(nil)
+	_ source.AckObserver = (*Source)(nil)
 )
 
 // leanIdlePerHost is how many idle connections to SQS the source keeps: a

@@ -21,7 +21,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/sqstest"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // Integration tests: they run against the SQS-compatible servers of
@@ -60,13 +60,13 @@ func testAWSConfig() *aws.Config {
 }
 
 // openSource makes and opens a source for local-aws-sqs.
-func openSource(t *testing.T, cfg Config) (*Source, pipe.SourceInfo) {
+func openSource(t *testing.T, cfg Config) (*Source, source.Info) {
 	t.Helper()
 	return openSourceOn(t, sqstest.LocalAWSSQS, cfg)
 }
 
 // openSourceOn makes and opens a source for the test server s.
-func openSourceOn(t *testing.T, s sqstest.Server, cfg Config) (*Source, pipe.SourceInfo) {
+func openSourceOn(t *testing.T, s sqstest.Server, cfg Config) (*Source, source.Info) {
 	t.Helper()
 	cfg.Endpoint = sqstest.EndpointOf(t, s)
 	if cfg.AWSConfig == nil {
@@ -85,9 +85,9 @@ func openSourceOn(t *testing.T, s sqstest.Server, cfg Config) (*Source, pipe.Sou
 }
 
 // receiveN receives until n messages have come.
-func receiveN(t *testing.T, src *Source, n int) []*pipe.Message {
+func receiveN(t *testing.T, src *Source, n int) []*source.Message {
 	t.Helper()
-	var got []*pipe.Message
+	var got []*source.Message
 	for len(got) < n {
 		msgs, err := src.Receive(t.Context(), min(10, n-len(got)))
 		if err != nil {
@@ -311,15 +311,15 @@ func TestAnInvalidReceiptHandleIsASenderFaultNamingTheMessageWhileTheOthersAreDe
 	src, _ := openSource(t, Config{QueueURL: url, WaitTime: time.Second})
 	sqstest.SendBodies(t, c, url, "a", "b", "c")
 	msgs := receiveN(t, src, 3)
-	bad := &pipe.Message{MessageID: msgs[1].MessageID, ReceiptHandle: "not-a-receipt-handle"}
+	bad := &source.Message{MessageID: msgs[1].MessageID, ReceiptHandle: "not-a-receipt-handle"}
 	for _, op := range []struct {
 		name   string
-		settle func([]*pipe.Message) error
+		settle func([]*source.Message) error
 	}{
-		{"change visibility", func(m []*pipe.Message) error { return src.ChangeVisibility(t.Context(), m, time.Minute) }},
-		{"delete", func(m []*pipe.Message) error { return src.Delete(t.Context(), m) }},
+		{"change visibility", func(m []*source.Message) error { return src.ChangeVisibility(t.Context(), m, time.Minute) }},
+		{"delete", func(m []*source.Message) error { return src.Delete(t.Context(), m) }},
 	} {
-		err := op.settle([]*pipe.Message{msgs[0], bad, msgs[2]})
+		err := op.settle([]*source.Message{msgs[0], bad, msgs[2]})
 		var serr *core.SettleError
 		if !errors.As(err, &serr) {
 			t.Fatalf("%s: error = %v, want a *pipe.SettleError", op.name, err)
@@ -353,19 +353,19 @@ func testOpenReadsTheQueueByURLNameOrARN(t *testing.T, s sqstest.Server) {
 	prefix := "arn:aws:sqs:us-east-1:" + strings.Split(url, "/")[3] + ":"
 	arn := prefix + name
 	dlqARN := prefix + dlq[strings.LastIndex(dlq, "/")+1:]
-	redriven := pipe.SourceInfo{ARN: arn, VisibilityTimeout: 45 * time.Second, MaxReceiveCount: 3, DeadLetterARN: dlqARN}
+	redriven := source.Info{ARN: arn, VisibilityTimeout: 45 * time.Second, MaxReceiveCount: 3, DeadLetterARN: dlqARN}
 	tests := []struct {
 		name string
 		cfg  Config
-		want pipe.SourceInfo
+		want source.Info
 	}{
 		{"a URL reads the redrive policy", Config{QueueURL: url}, redriven},
 		{"a name is resolved with GetQueueUrl", Config{QueueName: name}, redriven},
 		{"an ARN is resolved with its name and account", Config{QueueARN: arn}, redriven},
 		{"a visibility override replaces the queue's", Config{QueueURL: url, VisibilityTimeout: 90 * time.Second},
-			pipe.SourceInfo{ARN: arn, VisibilityTimeout: 90 * time.Second, MaxReceiveCount: 3, DeadLetterARN: dlqARN}},
+			source.Info{ARN: arn, VisibilityTimeout: 90 * time.Second, MaxReceiveCount: 3, DeadLetterARN: dlqARN}},
 		{"a FIFO queue says so", Config{QueueURL: fifoURL},
-			pipe.SourceInfo{ARN: prefix + fifoURL[strings.LastIndex(fifoURL, "/")+1:], FIFO: true, VisibilityTimeout: 30 * time.Second}},
+			source.Info{ARN: prefix + fifoURL[strings.LastIndex(fifoURL, "/")+1:], FIFO: true, VisibilityTimeout: 30 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -433,7 +433,7 @@ func TestUsingTheSourceBeforeOpenIsAnError(t *testing.T) {
 	if _, err := src.Receive(t.Context(), 10); err == nil {
 		t.Errorf("Receive before Open succeeded")
 	}
-	if err := src.Delete(t.Context(), []*pipe.Message{{MessageID: "1"}}); err == nil {
+	if err := src.Delete(t.Context(), []*source.Message{{MessageID: "1"}}); err == nil {
 		t.Errorf("Delete before Open succeeded")
 	}
 }

@@ -128,7 +128,6 @@ type Target struct {
 
 var (
 	_ pipe.Target = (*Target)(nil)
-	_ pipe.Closer = (*Target)(nil)
 )
 
 // RejectedError is an event CloudWatch Logs took the call of but refused

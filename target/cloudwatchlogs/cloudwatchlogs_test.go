@@ -30,6 +30,7 @@ import (
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/fakeaws"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/cloudwatchlogs"
 )
 
@@ -99,7 +100,7 @@ func event(id string, ms int64, extra string) *pipe.Event {
 		p += `,"time":` + strconv.FormatInt(ms, 10)
 	}
 	p += extra + `}`
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: id, Body: p})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: id, Body: p})
 	if err != nil {
 		panic(err)
 	}
@@ -224,7 +225,7 @@ func TestRejectedEventsFailAlone(t *testing.T) {
 		event("ok", now.UnixMilli(), ""),
 		event("new", now.Add(3*time.Hour).UnixMilli(), ""),
 		event("notanumber", 0, `,"time":"soon"`),
-		{Message: &pipe.Message{MessageID: "empty"}, RecordJSON: []byte{}},
+		{Message: &source.Message{MessageID: "empty"}, RecordJSON: []byte{}},
 	}
 	res, err := tg.Deliver(t.Context(), evs)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/kit/batching"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 func TestSplitKeepsEachCallWithinPutLogEventsLimits(t *testing.T) {
@@ -130,7 +131,7 @@ func BenchmarkBuild(b *testing.B) {
 	}
 	evs := make([]*pipe.Event, 100)
 	for i := range evs {
-		ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m" + strconv.Itoa(i), Body: `{"kind":"k` + strconv.Itoa(i%3) + `","time":` + strconv.Itoa(1_750_000_000_000+i) + `,"total":12.5}`})
+		ev, err := pipe.NewEvent(&source.Message{MessageID: "m" + strconv.Itoa(i), Body: `{"kind":"k` + strconv.Itoa(i%3) + `","time":` + strconv.Itoa(1_750_000_000_000+i) + `,"total":12.5}`})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -132,7 +132,6 @@ type Target struct {
 
 var (
 	_ pipe.Target = (*Target)(nil)
-	_ pipe.Closer = (*Target)(nil)
 )
 
 // New checks cfg, compiles its templates and builds the EventBridge

@@ -28,6 +28,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/eventbridge"
 	"github.com/pipesproject/pipes/template"
 )
@@ -168,7 +169,7 @@ func start(t *testing.T, f *fake, cfg eventbridge.Config) *eventbridge.Target {
 }
 
 func payloadEvent(id, p string) *pipe.Event {
-	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
+	return &pipe.Event{Message: &source.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
 }
 
 func numbered(n int) ([]*pipe.Event, []string) {
@@ -197,7 +198,7 @@ func TestDeliverPutsEachPayloadAsDetailWithRenderedBusSourceAndDetailType(t *tes
 	tg := start(t, f, eventbridge.Config{EventBusName: "bus-<$.body.region>", Source: "$.body.app", DetailType: "Order <$.body.kind>"})
 	var evs []*pipe.Event
 	for i, b := range []string{`{"region":"eu","app":"shop","kind":"placed"}`, `{"region":"us","app":"till","kind":"paid"}`} {
-		ev, err := pipe.NewEvent(&pipe.Message{MessageID: fmt.Sprint("m", i), Body: b})
+		ev, err := pipe.NewEvent(&source.Message{MessageID: fmt.Sprint("m", i), Body: b})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,11 +381,11 @@ func TestAnEmptyRenderedSourceFailsThatEventPermanently(t *testing.T) {
 	t.Parallel()
 	f := &fake{}
 	tg := start(t, f, eventbridge.Config{Source: "$.body.app"})
-	ok, err := pipe.NewEvent(&pipe.Message{MessageID: "ok", Body: `{"app":"shop"}`})
+	ok, err := pipe.NewEvent(&source.Message{MessageID: "ok", Body: `{"app":"shop"}`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad, err := pipe.NewEvent(&pipe.Message{MessageID: "bad", Body: `{}`})
+	bad, err := pipe.NewEvent(&source.Message{MessageID: "bad", Body: `{}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +460,7 @@ func TestResourcesAndTimeAreRenderedPerEvent(t *testing.T) {
 	good := `{"arn":"arn:aws:sqs:us-east-1:123456789012:q","at":"2026-12-01T10:00:00Z"}`
 	var evs []*pipe.Event
 	for i, b := range []string{good, `{"at":"yesterday"}`, `{"arn":"arn:aws:sns:us-east-1:123456789012:t"}`} {
-		ev, err := pipe.NewEvent(&pipe.Message{MessageID: fmt.Sprint("m", i+1), Body: b})
+		ev, err := pipe.NewEvent(&source.Message{MessageID: fmt.Sprint("m", i+1), Body: b})
 		if err != nil {
 			t.Fatal(err)
 		}

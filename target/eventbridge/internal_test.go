@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 func FuzzIsJSONObject(f *testing.F) {
@@ -27,7 +28,7 @@ func BenchmarkEntryWithTemplatedSourceAndDetailType(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m1", Body: `{"app":"shop","kind":"placed","note":"` + strings.Repeat("x", 900) + `"}`})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: "m1", Body: `{"app":"shop","kind":"placed","note":"` + strings.Repeat("x", 900) + `"}`})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -91,7 +91,6 @@ type Target struct {
 
 var (
 	_ pipe.Target = (*Target)(nil)
-	_ pipe.Closer = (*Target)(nil)
 )
 
 // New checks cfg and builds the Firehose client. It does no network I/O

@@ -22,6 +22,7 @@ import (
 	"github.com/pipesproject/pipes/internal/kit/awsbatch"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/firehose"
 )
 
@@ -48,7 +49,7 @@ func newTarget(t *testing.T, cfg firehose.Config) *firehose.Target {
 // payload makes an event whose payload is p.
 func payload(t testing.TB, id, p string) *pipe.Event {
 	t.Helper()
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: id, Body: `{}`})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: id, Body: `{}`})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // BenchmarkEntryBuilding builds the records of a batch of 500 events, as
@@ -12,7 +13,7 @@ import (
 func BenchmarkEntryBuilding(b *testing.B) {
 	evs := make([]*pipe.Event, MaxBatch)
 	for i := range evs {
-		ev, err := pipe.NewEvent(&pipe.Message{MessageID: fmt.Sprint(i), Body: fmt.Sprintf(`{"customer":"c%d","order":{"id":%d,"lines":[1,2,3]}}`, i%50, i)})
+		ev, err := pipe.NewEvent(&source.Message{MessageID: fmt.Sprint(i), Body: fmt.Sprintf(`{"customer":"c%d","order":{"id":%d,"lines":[1,2,3]}}`, i%50, i)})
 		if err != nil {
 			b.Fatal(err)
 		}

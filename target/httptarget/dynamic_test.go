@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/httptarget"
 	"github.com/pipesproject/pipes/template"
 )
 
 func recordEvent(id, body string) *pipe.Event {
-	ev, _ := pipe.NewEvent(&pipe.Message{MessageID: id, Body: body, Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+	ev, _ := pipe.NewEvent(&source.Message{MessageID: id, Body: body, Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
 	return ev
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/httptarget"
 )
 
@@ -35,7 +36,7 @@ func events(ids ...string) []*pipe.Event {
 	evs := make([]*pipe.Event, len(ids))
 	for i, id := range ids {
 		evs[i] = &pipe.Event{
-			Message:    &pipe.Message{MessageID: id, Body: id},
+			Message:    &source.Message{MessageID: id, Body: id},
 			RecordJSON: []byte(`{"id":"` + id + `"}`),
 		}
 	}
@@ -754,11 +755,11 @@ func grouped(specs ...string) []*pipe.Event {
 			group, id = "", s
 		}
 		evs[i] = &pipe.Event{
-			Message:    &pipe.Message{MessageID: id, Body: id, Attributes: map[string]string{}},
+			Message:    &source.Message{MessageID: id, Body: id, Attributes: map[string]string{}},
 			RecordJSON: []byte(`{"id":"` + id + `"}`),
 		}
 		if group != "" {
-			evs[i].Message.Attributes[pipe.AttrMessageGroupID] = group
+			evs[i].Message.Attributes[source.AttrMessageGroupID] = group
 		}
 	}
 	return evs

@@ -21,6 +21,7 @@ import (
 	"github.com/pipesproject/pipes/internal/fakeaws"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/httptarget"
 )
 
@@ -62,7 +63,7 @@ func TestSigV4SignedRequestsReachAPIGateway(t *testing.T) {
 			cfg.Sign = awsclient.RequestSigner(credentials.StaticCredentialsProvider{Value: tc.signWith}, awsclient.ExecuteAPI, "eu-west-1")
 			tg := newTarget(t, cfg)
 			body := `{"id":"7","tenant":"acme"}`
-			ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m1", Body: body})
+			ev, err := pipe.NewEvent(&source.Message{MessageID: "m1", Body: body})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/awsbatch"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // refusing is the one method of the Kinesis client the target calls,
@@ -71,7 +72,7 @@ func TestRefusedRecordsFailJustTheirItemsWithTheirClass(t *testing.T) {
 // payload makes an event whose payload is p.
 func payload(t testing.TB, id, p string) *pipe.Event {
 	t.Helper()
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: id, Body: `{"customer":"ada"}`})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: id, Body: `{"customer":"ada"}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func BenchmarkEntryBuilding(b *testing.B) {
 	}
 	evs := make([]*pipe.Event, MaxBatch)
 	for i := range evs {
-		ev, err := pipe.NewEvent(&pipe.Message{MessageID: fmt.Sprint(i), Body: fmt.Sprintf(`{"customer":"c%d","order":{"id":%d,"lines":[1,2,3]}}`, i%50, i)})
+		ev, err := pipe.NewEvent(&source.Message{MessageID: fmt.Sprint(i), Body: fmt.Sprintf(`{"customer":"c%d","order":{"id":%d,"lines":[1,2,3]}}`, i%50, i)})
 		if err != nil {
 			b.Fatal(err)
 		}

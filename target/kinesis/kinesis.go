@@ -110,7 +110,6 @@ type Target struct {
 
 var (
 	_ pipe.Target = (*Target)(nil)
-	_ pipe.Closer = (*Target)(nil)
 )
 
 // New checks cfg, compiles its partition key and builds the Kinesis

@@ -19,6 +19,7 @@ import (
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/kinesis"
 	"github.com/pipesproject/pipes/template"
 )
@@ -48,7 +49,7 @@ func newTarget(t *testing.T, cfg kinesis.Config) *kinesis.Target {
 // event makes an event of a message with a body; its payload is the record.
 func event(t testing.TB, id, body string) *pipe.Event {
 	t.Helper()
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: id, Body: body, EventSource: "aws:sqs"})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: id, Body: body, EventSource: "aws:sqs"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 func FuzzFunctionError(f *testing.F) {
@@ -38,8 +39,8 @@ func FuzzBatchPayload(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
 		evs := []*pipe.Event{
-			{Message: &pipe.Message{MessageID: "1"}, RecordJSON: []byte(a)},
-			{Message: &pipe.Message{MessageID: "2"}, RecordJSON: []byte(b)},
+			{Message: &source.Message{MessageID: "1"}, RecordJSON: []byte(a)},
+			{Message: &source.Message{MessageID: "2"}, RecordJSON: []byte(b)},
 		}
 		var arr []json.RawMessage
 		if err := json.Unmarshal(batchPayload(evs), &arr); err != nil || len(arr) != 2 {

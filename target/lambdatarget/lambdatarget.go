@@ -97,7 +97,6 @@ type Target struct {
 
 var (
 	_ pipe.Target = (*Target)(nil)
-	_ pipe.Closer = (*Target)(nil)
 )
 
 // FunctionError is a function's own failure: Lambda ran it and it threw or

@@ -30,6 +30,7 @@ import (
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/lambdatarget"
 )
 
@@ -142,7 +143,7 @@ func events() []*pipe.Event {
 	var evs []*pipe.Event
 	for _, id := range []string{"m1", "m2", "m3"} {
 		p := `{"id":"` + id + `"}`
-		evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)})
+		evs = append(evs, &pipe.Event{Message: &source.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)})
 	}
 	return evs
 }
@@ -162,7 +163,7 @@ func TestTheFunctionGetsTheJSONArrayOfThePayloads(t *testing.T) {
 	var n counter
 	tg := start(t, f, lambdatarget.Config{OnCall: n.onCall})
 	evs := events()
-	evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: "m4"}, RecordJSON: []byte("not json")})
+	evs = append(evs, &pipe.Event{Message: &source.Message{MessageID: "m4"}, RecordJSON: []byte("not json")})
 	if res, err := tg.Deliver(t.Context(), evs); err != nil || len(res.Failures) > 0 {
 		t.Fatalf("Deliver = %+v, %v; want success", res, err)
 	}
@@ -356,7 +357,7 @@ func BenchmarkDeliverTenEvents(b *testing.B) {
 	var evs []*pipe.Event
 	for i := range 10 {
 		p := fmt.Sprintf(`{"id":%d,"note":"%s"}`, i, strings.Repeat("x", 500))
-		evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: fmt.Sprint(i)}, RecordJSON: []byte(p)})
+		evs = append(evs, &pipe.Event{Message: &source.Message{MessageID: fmt.Sprint(i)}, RecordJSON: []byte(p)})
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -138,7 +138,6 @@ type Target struct {
 
 var (
 	_ pipe.Target = (*Target)(nil)
-	_ pipe.Closer = (*Target)(nil)
 )
 
 // ErrClosed is returned by Deliver once Close was called.

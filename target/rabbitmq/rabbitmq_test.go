@@ -18,6 +18,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/syncbuf"
+	"github.com/pipesproject/pipes/source"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -30,7 +31,7 @@ import (
 // event makes an event whose record body (what templates see) is body
 // and whose payload is payload.
 func event(id, body, payload string) *pipe.Event {
-	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: body}, RecordJSON: []byte(payload)}
+	return &pipe.Event{Message: &source.Message{MessageID: id, Body: body}, RecordJSON: []byte(payload)}
 }
 
 func newTarget(t testing.TB, cfg rabbitmq.Config) *rabbitmq.Target {
@@ -184,7 +185,7 @@ func TestDeliverAttributesBecomeHeaders(t *testing.T) {
 	tg := newTarget(t, rabbitmq.Config{URL: rabbittest.URL(t), RoutingKey: q, Headers: map[string]string{"ErrorCode": "configured"}})
 	code, msg := "ignored", "boom"
 	ev := event("1", "x", "x")
-	ev.Attributes = map[string]pipe.MessageAttribute{
+	ev.Attributes = map[string]source.MessageAttribute{
 		"ErrorCode":    {DataType: "String", StringValue: &code},
 		"ErrorMessage": {DataType: "String", StringValue: &msg},
 	}

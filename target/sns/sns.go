@@ -39,6 +39,7 @@ import (
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/internal/kit/param"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/template"
 )
 
@@ -114,7 +115,6 @@ type Target struct {
 
 var (
 	_ pipe.Target = (*Target)(nil)
-	_ pipe.Closer = (*Target)(nil)
 )
 
 // New checks cfg, compiles its templates and builds the SNS client. It does
@@ -211,7 +211,7 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 }
 
 // messageAttribute converts an event's attribute to SNS's.
-func messageAttribute(a pipe.MessageAttribute) types.MessageAttributeValue {
+func messageAttribute(a source.MessageAttribute) types.MessageAttributeValue {
 	return types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
 }
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/sns"
 )
 
@@ -194,7 +195,7 @@ func start(t *testing.T, f *fake, cfg sns.Config) *sns.Target {
 }
 
 func payloadEvent(id, p string) *pipe.Event {
-	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
+	return &pipe.Event{Message: &source.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
 }
 
 func numbered(n int) ([]*pipe.Event, []string) {
@@ -224,7 +225,7 @@ func TestDeliverPublishesEachPayloadWithTheEventsAttributes(t *testing.T) {
 	f := &fake{}
 	tg := start(t, f, sns.Config{})
 	ev := payloadEvent("m2", `{"n":2}`)
-	ev.Attributes = map[string]pipe.MessageAttribute{
+	ev.Attributes = map[string]source.MessageAttribute{
 		"ErrorCode": {DataType: "String", StringValue: str("Boom")},
 		"raw":       {DataType: "Binary", BinaryValue: []byte("xy")},
 	}
@@ -269,7 +270,7 @@ func TestAFIFOTopicGetsTheGroupAndDeduplicationIDsRenderedPerEvent(t *testing.T)
 	tg := start(t, f, sns.Config{TopicARN: fifoTopic, MessageGroupID: "$.body.customer", MessageDeduplicationID: "<$.messageId>-<$.body.order>"})
 	var evs []*pipe.Event
 	for i, c := range []string{"ada", "bob"} {
-		ev, err := pipe.NewEvent(&pipe.Message{MessageID: fmt.Sprint("m", i), Body: fmt.Sprintf(`{"customer":%q,"order":"o%d"}`, c, i)})
+		ev, err := pipe.NewEvent(&source.Message{MessageID: fmt.Sprint("m", i), Body: fmt.Sprintf(`{"customer":%q,"order":"o%d"}`, c, i)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/internal/kit/awsbatch"
+	"github.com/pipesproject/pipes/source"
 
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
@@ -51,7 +52,7 @@ func TestSplitKeepsCallsWithinTenEntriesAndTheByteLimit(t *testing.T) {
 }
 
 func TestParamsAreConstantsUnlessTheyHoldPlaceholdersOrAreAPath(t *testing.T) {
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m1", Body: `{"c":"ada"}`})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: "m1", Body: `{"c":"ada"}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func FuzzParseParam(f *testing.F) {
 	for _, s := range []string{"orders", "$.body.c", "<$.body.c>-x", "$.", "<aws.pipes.nope>", "$[0]", "<$"} {
 		f.Add(s)
 	}
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m1", Body: `{"c":"ada","n":[1,2]}`})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: "m1", Body: `{"c":"ada","n":[1,2]}`})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -100,11 +101,11 @@ func BenchmarkEntryWithAFIFOGroupTemplate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m1", Body: `{"customer":"ada","note":"` + strings.Repeat("x", 900) + `"}`})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: "m1", Body: `{"customer":"ada","note":"` + strings.Repeat("x", 900) + `"}`})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ev.Attributes = map[string]pipe.MessageAttribute{"a": {DataType: "String", StringValue: &ev.Message.MessageID}}
+	ev.Attributes = map[string]source.MessageAttribute{"a": {DataType: "String", StringValue: &ev.Message.MessageID}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := tg.entry(0, ev); err != nil {

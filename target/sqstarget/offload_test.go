@@ -14,6 +14,7 @@ import (
 	"github.com/pipesproject/pipes/internal/s3payload"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/sqstarget"
 )
 
@@ -35,17 +36,17 @@ func TestOffloadOnFauxqs(t *testing.T) {
 		return s
 	}
 	const threshold = 1000
-	attrs := map[string]pipe.MessageAttribute{}
+	attrs := map[string]source.MessageAttribute{}
 	for i := range 10 {
 		v := "v"
-		attrs[fmt.Sprintf("a%d", i)] = pipe.MessageAttribute{DataType: "String", StringValue: &v}
+		attrs[fmt.Sprintf("a%d", i)] = source.MessageAttribute{DataType: "String", StringValue: &v}
 	}
 	attrSize := 10 * len("a0Stringv")
 
 	tests := []struct {
 		name    string
 		payload int // bytes
-		attrs   map[string]pipe.MessageAttribute
+		attrs   map[string]source.MessageAttribute
 		offload bool
 	}{
 		{"below the threshold", threshold - 1, nil, false},

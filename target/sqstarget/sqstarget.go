@@ -43,6 +43,7 @@ import (
 	tparam "github.com/pipesproject/pipes/internal/kit/param"
 	"github.com/pipesproject/pipes/internal/sqsname"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/template"
 )
 
@@ -126,7 +127,6 @@ type Target struct {
 
 var (
 	_ pipe.Target = (*Target)(nil)
-	_ pipe.Closer = (*Target)(nil)
 )
 
 // New checks cfg, compiles its templates and builds the SQS client. It does
@@ -243,7 +243,7 @@ func (t *Target) Deliver(ctx context.Context, events []*pipe.Event) (pipe.Result
 }
 
 // messageAttribute converts an event's attribute to SQS's.
-func messageAttribute(a pipe.MessageAttribute) types.MessageAttributeValue {
+func messageAttribute(a source.MessageAttribute) types.MessageAttributeValue {
 	return types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
 }
 

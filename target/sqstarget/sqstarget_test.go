@@ -23,6 +23,7 @@ import (
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/sqstarget"
 )
 
@@ -71,7 +72,7 @@ func newTarget(t *testing.T, cfg sqstarget.Config) *sqstarget.Target {
 // record, as without an input template.
 func event(t testing.TB, id, body string) *pipe.Event {
 	t.Helper()
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: id, Body: body, EventSource: "aws:sqs"})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: id, Body: body, EventSource: "aws:sqs"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func event(t testing.TB, id, body string) *pipe.Event {
 
 // payloadEvent makes an event whose payload is p.
 func payloadEvent(id, p string) *pipe.Event {
-	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
+	return &pipe.Event{Message: &source.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
 }
 
 func str(s string) *string { return &s }
@@ -147,7 +148,7 @@ func TestDeliverSendsEachPayloadAsAMessageBodyWithTheEventsAttributes(t *testing
 	tg := newTarget(t, sqstarget.Config{QueueURL: url})
 
 	withAttrs := payloadEvent("m2", `{"n":2}`)
-	withAttrs.Attributes = map[string]pipe.MessageAttribute{
+	withAttrs.Attributes = map[string]source.MessageAttribute{
 		"ErrorCode":      {DataType: "String", StringValue: str("Boom")},
 		"pipes-attempts": {DataType: "Number", StringValue: str("3")},
 		"raw":            {DataType: "Binary", BinaryValue: []byte{0, 1, 2}},
@@ -280,11 +281,11 @@ func TestAnEntrySQSRefusesFailsOnlyItsMessageWhileTheOthersAreSent(t *testing.T)
 	tg := newTarget(t, sqstarget.Config{QueueURL: url})
 
 	bad := payloadEvent("m2", `{"n":2}`)
-	bad.Attributes = map[string]pipe.MessageAttribute{"x": {DataType: "Nonsense", StringValue: str("v")}}
+	bad.Attributes = map[string]source.MessageAttribute{"x": {DataType: "Nonsense", StringValue: str("v")}}
 	// m4's enrichment fanned it out into two events; one of them is bad.
 	fanGood := payloadEvent("m4", `{"n":4}`)
 	fanBad := &pipe.Event{Message: fanGood.Message, RecordJSON: []byte(`{"n":5}`),
-		Attributes: map[string]pipe.MessageAttribute{"y": {DataType: "Number", StringValue: str("not a number")}}}
+		Attributes: map[string]source.MessageAttribute{"y": {DataType: "Number", StringValue: str("not a number")}}}
 	events := []*pipe.Event{payloadEvent("m1", `{"n":1}`), bad, payloadEvent("m3", `{"n":3}`), fanGood, fanBad}
 	res, err := tg.Deliver(t.Context(), events)
 	if err != nil {
@@ -310,9 +311,9 @@ func TestOnlyTheFirstTenAttributesByNameAreSent(t *testing.T) {
 	url, _ := sqstest.CreateQueue(t, c, sqstest.QueueOptions{})
 	tg := newTarget(t, sqstarget.Config{QueueURL: url})
 	ev := payloadEvent("m1", "x")
-	ev.Attributes = map[string]pipe.MessageAttribute{}
+	ev.Attributes = map[string]source.MessageAttribute{}
 	for i := range 12 {
-		ev.Attributes[fmt.Sprintf("a%02d", i)] = pipe.MessageAttribute{DataType: "String", StringValue: str("v")}
+		ev.Attributes[fmt.Sprintf("a%02d", i)] = source.MessageAttribute{DataType: "String", StringValue: str("v")}
 	}
 	if res, err := tg.Deliver(t.Context(), []*pipe.Event{ev}); err != nil || len(res.Failures) > 0 {
 		t.Fatalf("Deliver = %+v, %v; want success", res, err)

@@ -13,11 +13,12 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/stdout"
 )
 
 func event(id, body, payload string) *pipe.Event {
-	return &pipe.Event{Message: &pipe.Message{MessageID: id, Body: body}, RecordJSON: []byte(payload)}
+	return &pipe.Event{Message: &source.Message{MessageID: id, Body: body}, RecordJSON: []byte(payload)}
 }
 
 func lines(t *testing.T, out string) []string {

@@ -109,7 +109,6 @@ type Target struct {
 
 var (
 	_ pipe.Target = (*Target)(nil)
-	_ pipe.Closer = (*Target)(nil)
 )
 
 // ExecutionError is a synchronous execution that did not succeed: it

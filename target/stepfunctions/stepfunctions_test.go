@@ -29,6 +29,7 @@ import (
 	"github.com/pipesproject/pipes/internal/fakeaws"
 	"github.com/pipesproject/pipes/internal/kit/partial"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/stepfunctions"
 )
 
@@ -93,7 +94,7 @@ func events(ids ...string) []*pipe.Event {
 	var evs []*pipe.Event
 	for _, id := range ids {
 		p := `{"id":"` + id + `"}`
-		evs = append(evs, &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)})
+		evs = append(evs, &pipe.Event{Message: &source.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)})
 	}
 	return evs
 }
@@ -240,7 +241,7 @@ func TestAnInputOverStepFunctionsLimitFailsPermanentlyWithoutACall(t *testing.T)
 	tg := start(t, srv, stepfunctions.Config{StateMachineARN: expressARN})
 	big := strings.Repeat("x", stepfunctions.MaxInput)
 	p, _ := json.Marshal(map[string]string{"big": big})
-	ev := &pipe.Event{Message: &pipe.Message{MessageID: "m1", Body: string(p)}, RecordJSON: p}
+	ev := &pipe.Event{Message: &source.Message{MessageID: "m1", Body: string(p)}, RecordJSON: p}
 	_, err := tg.Deliver(t.Context(), []*pipe.Event{ev})
 	if err == nil || !core.IsPermanent(err) || !strings.Contains(err.Error(), "262144") {
 		t.Fatalf("Deliver = %v, want a permanent error naming the limit", err)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // Inspect returns every payload that has arrived at the destination so far,
@@ -40,7 +41,7 @@ type Harness struct {
 	// New makes a target on a fresh, empty destination and the Inspect
 	// that reads that destination. It is called once per subtest, from
 	// parallel subtests; use t.Cleanup to remove the destination. Targets
-	// that implement pipe.Closer are closed by the suite.
+	// that have a Close(ctx) error method are closed by the suite.
 	New func(t *testing.T) (pipe.Target, Inspect)
 	// Patience bounds how long the suite waits for payloads to arrive
 	// after Deliver returned: default 10 s. Destinations where a delivery
@@ -108,7 +109,7 @@ func open(t *testing.T, h Harness) *dest {
 	if tg == nil || inspect == nil {
 		t.Fatal("targettest: Harness.New returned a nil target or Inspect")
 	}
-	if c, ok := tg.(pipe.Closer); ok {
+	if c, ok := tg.(interface{ Close(context.Context) error }); ok {
 		t.Cleanup(func() {
 			if err := c.Close(context.Background()); err != nil {
 				t.Errorf("Close: %v", err)
@@ -124,7 +125,7 @@ func Events(prefix string, payloads ...string) []*pipe.Event {
 	evs := make([]*pipe.Event, len(payloads))
 	for i, p := range payloads {
 		id := prefix + "-" + strconv.Itoa(i)
-		evs[i] = &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
+		evs[i] = &pipe.Event{Message: &source.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
 	}
 	return evs
 }
@@ -253,7 +254,7 @@ func testIDs(t *testing.T, h Harness) {
 	for i, id := range ids {
 		p := fmt.Sprintf(`{"id":%q}`, id)
 		payloads = append(payloads, p)
-		evs[i] = &pipe.Event{Message: &pipe.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
+		evs[i] = &pipe.Event{Message: &source.Message{MessageID: id, Body: p}, RecordJSON: []byte(p)}
 	}
 	res, err := d.deliver(t, t.Context(), evs)
 	if err != nil {

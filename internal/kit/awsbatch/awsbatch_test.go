@@ -14,6 +14,7 @@ import (
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // events makes one event per body, with ids m0, m1, ….
@@ -21,7 +22,7 @@ func events(t *testing.T, bodies ...string) []*pipe.Event {
 	t.Helper()
 	var evs []*pipe.Event
 	for i, b := range bodies {
-		ev, err := pipe.NewEvent(&pipe.Message{MessageID: fmt.Sprintf("m%d", i), Body: b})
+		ev, err := pipe.NewEvent(&source.Message{MessageID: fmt.Sprintf("m%d", i), Body: b})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/internal/kit/param"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // Message is what an SQS or SNS message entry carries of one event, in
@@ -25,7 +26,7 @@ type Message[A any] struct {
 // NewMessage builds the message of ev: at most maxAttrs attributes,
 // converted with conv, and the ids group renders (its error fails the
 // event).
-func NewMessage[A any](ev *pipe.Event, group param.MessageGroup, maxAttrs int, conv func(pipe.MessageAttribute) A) (Message[A], error) {
+func NewMessage[A any](ev *pipe.Event, group param.MessageGroup, maxAttrs int, conv func(source.MessageAttribute) A) (Message[A], error) {
 	g, d, err := group.Render(ev)
 	if err != nil {
 		return Message[A]{}, err

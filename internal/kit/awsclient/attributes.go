@@ -4,14 +4,14 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // MessageAttributes converts an event's attributes to a service's message
 // attribute values with conv, keeping the first limit by name, and returns
 // the bytes they weigh (names, data types and values). No attributes give
 // a nil map.
-func MessageAttributes[V any](attrs map[string]pipe.MessageAttribute, limit int, conv func(pipe.MessageAttribute) V) (map[string]V, int) {
+func MessageAttributes[V any](attrs map[string]source.MessageAttribute, limit int, conv func(source.MessageAttribute) V) (map[string]V, int) {
 	if len(attrs) == 0 {
 		return nil, 0
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // statusErr is a failed call's error as the SDK returns it: an operation
@@ -160,17 +161,17 @@ func TestMessageAttributesKeepTheFirstByNameAndWeighThem(t *testing.T) {
 	str := func(s string) *string { return &s }
 	tests := []struct {
 		name      string
-		attrs     map[string]pipe.MessageAttribute
+		attrs     map[string]source.MessageAttribute
 		limit     int
 		wantNames string
 		wantSize  int
 	}{
 		{"no attributes give none", nil, 10, "[]", 0},
-		{"strings and binaries are weighed", map[string]pipe.MessageAttribute{
+		{"strings and binaries are weighed", map[string]source.MessageAttribute{
 			"a": {DataType: "String", StringValue: str("xy")},
 			"b": {DataType: "Binary", BinaryValue: []byte{1, 2, 3}},
 		}, 10, "[a b]", 1 + 6 + 2 + 1 + 6 + 3},
-		{"past the limit the last names are dropped", map[string]pipe.MessageAttribute{
+		{"past the limit the last names are dropped", map[string]source.MessageAttribute{
 			"c": {DataType: "String", StringValue: str("1")},
 			"a": {DataType: "String", StringValue: str("1")},
 			"b": {DataType: "String", StringValue: str("1")},
@@ -178,7 +179,7 @@ func TestMessageAttributesKeepTheFirstByNameAndWeighThem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, size := MessageAttributes(tt.attrs, tt.limit, func(a pipe.MessageAttribute) string { return a.DataType })
+			got, size := MessageAttributes(tt.attrs, tt.limit, func(a source.MessageAttribute) string { return a.DataType })
 			names := []string{}
 			for _, n := range []string{"a", "b", "c"} {
 				if _, ok := got[n]; ok {

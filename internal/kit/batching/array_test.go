@@ -9,18 +9,19 @@ import (
 	"testing/iotest"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 func TestArrayReadsWhatJSONArrayBuilds(t *testing.T) {
 	record := func(id, body string) *pipe.Event {
-		ev, err := pipe.NewEvent(&pipe.Message{MessageID: id, ReceiptHandle: "h" + id, Body: body, EventSource: "aws:sqs"})
+		ev, err := pipe.NewEvent(&source.Message{MessageID: id, ReceiptHandle: "h" + id, Body: body, EventSource: "aws:sqs"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ev
 	}
 	raw := func(p string) *pipe.Event {
-		return &pipe.Event{Message: &pipe.Message{MessageID: p}, RecordJSON: []byte(p)}
+		return &pipe.Event{Message: &source.Message{MessageID: p}, RecordJSON: []byte(p)}
 	}
 	tests := []struct {
 		name   string
@@ -62,7 +63,7 @@ func TestArrayReadsWhatJSONArrayBuilds(t *testing.T) {
 func BenchmarkArrayOfTenRecords(b *testing.B) {
 	evs := make([]*pipe.Event, 10)
 	for i := range evs {
-		ev, err := pipe.NewEvent(&pipe.Message{
+		ev, err := pipe.NewEvent(&source.Message{
 			MessageID: fmt.Sprint(i), ReceiptHandle: strings.Repeat("r", 150), Body: `{"data":"` + strings.Repeat("x", 1024-11) + `"}`,
 			Attributes:  map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": "1545082649183"},
 			EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-2:123456789012:q", AWSRegion: "us-east-2",

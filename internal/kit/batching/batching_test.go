@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 func TestSplitKeepsCallsWithinTheCountAndTheByteLimit(t *testing.T) {
@@ -231,7 +232,7 @@ func TestByIDMapsAnswersToEntriesAndFailsTheUnmentioned(t *testing.T) {
 func events(ids ...string) []*pipe.Event {
 	evs := make([]*pipe.Event, len(ids))
 	for i, id := range ids {
-		evs[i] = &pipe.Event{Message: &pipe.Message{MessageID: id}}
+		evs[i] = &pipe.Event{Message: &source.Message{MessageID: id}}
 	}
 	return evs
 }
@@ -292,7 +293,7 @@ func TestJSONArrayKeepsJSONPayloadsAndQuotesTheOthers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			evs := make([]*pipe.Event, len(tt.payloads))
 			for i, p := range tt.payloads {
-				evs[i] = &pipe.Event{Message: &pipe.Message{MessageID: fmt.Sprint(i)}, RecordJSON: []byte(p)}
+				evs[i] = &pipe.Event{Message: &source.Message{MessageID: fmt.Sprint(i)}, RecordJSON: []byte(p)}
 			}
 			if got := string(JSONArray(evs)); got != tt.want {
 				t.Errorf("JSONArray = %s, want %s", got, tt.want)
@@ -302,17 +303,17 @@ func TestJSONArrayKeepsJSONPayloadsAndQuotesTheOthers(t *testing.T) {
 }
 
 func TestJSONArrayTrustsOnlyThePayloadVouchedFor(t *testing.T) {
-	rec, err := pipe.NewEvent(&pipe.Message{MessageID: "r", Body: "<b>"})
+	rec, err := pipe.NewEvent(&source.Message{MessageID: "r", Body: "<b>"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want, _ := rec.Message.JSON()
-	vouched := &pipe.Event{Message: &pipe.Message{MessageID: "v"}, RecordJSON: []byte(`{"a":1}`)}
+	vouched := &pipe.Event{Message: &source.Message{MessageID: "v"}, RecordJSON: []byte(`{"a":1}`)}
 	vouched.VouchJSON(vouched.RecordJSON)
-	replaced := &pipe.Event{Message: &pipe.Message{MessageID: "x"}}
+	replaced := &pipe.Event{Message: &source.Message{MessageID: "x"}}
 	replaced.VouchJSON([]byte(`{"a":1}`))
 	replaced.RecordJSON = []byte(`not json`)
-	shortened := &pipe.Event{Message: &pipe.Message{MessageID: "s"}, RecordJSON: []byte(`[1,2]`)}
+	shortened := &pipe.Event{Message: &source.Message{MessageID: "s"}, RecordJSON: []byte(`[1,2]`)}
 	shortened.VouchJSON(shortened.RecordJSON)
 	shortened.RecordJSON = shortened.RecordJSON[:3]
 	for _, ev := range []*pipe.Event{rec, vouched} {
@@ -329,7 +330,7 @@ func TestJSONArrayTrustsOnlyThePayloadVouchedFor(t *testing.T) {
 func BenchmarkJSONArrayOfTenPayloads(b *testing.B) {
 	evs := make([]*pipe.Event, 10)
 	for i := range evs {
-		evs[i] = &pipe.Event{Message: &pipe.Message{MessageID: fmt.Sprint(i)}, RecordJSON: []byte(`{"order":12345,"items":[1,2,3]}`)}
+		evs[i] = &pipe.Event{Message: &source.Message{MessageID: fmt.Sprint(i)}, RecordJSON: []byte(`{"order":12345,"items":[1,2,3]}`)}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -395,7 +396,7 @@ func TestDeliverFailsItemsOrTheWholeBatch(t *testing.T) {
 func BenchmarkJSONArrayOfTenRecords(b *testing.B) {
 	evs := make([]*pipe.Event, 10)
 	for i := range evs {
-		ev, err := pipe.NewEvent(&pipe.Message{
+		ev, err := pipe.NewEvent(&source.Message{
 			MessageID: fmt.Sprint(i), ReceiptHandle: strings.Repeat("r", 150), Body: `{"data":"` + strings.Repeat("x", 1024-11) + `"}`,
 			Attributes:  map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": "1545082649183"},
 			EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-2:123456789012:q", AWSRegion: "us-east-2",

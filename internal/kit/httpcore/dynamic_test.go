@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 func TestFillPathParametersFillsEachWildcardInOrder(t *testing.T) {
@@ -61,7 +62,7 @@ func FuzzNewDynamic(f *testing.F) {
 			}
 			return
 		}
-		ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m", Body: body})
+		ev, err := pipe.NewEvent(&source.Message{MessageID: "m", Body: body})
 		if err != nil {
 			return
 		}

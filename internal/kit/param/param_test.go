@@ -5,11 +5,12 @@ import (
 
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/template"
 )
 
 func TestParamsAreConstantsUnlessTheyHoldPlaceholdersOrAreAPath(t *testing.T) {
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m1", Body: `{"c":"ada"}`})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: "m1", Body: `{"c":"ada"}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestRenderOfANilEventIsEmpty(t *testing.T) {
 }
 
 func TestRecordViewSeesTheRecordNotThePayload(t *testing.T) {
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m1", Body: `{"c":"ada"}`})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: "m1", Body: `{"c":"ada"}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func TestMessageGroupRendersTheGroupAndTheDeduplicationID(t *testing.T) {
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m1", Body: `{"c":"ada"}`})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: "m1", Body: `{"c":"ada"}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func BenchmarkRenderAPath(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ev, err := pipe.NewEvent(&pipe.Message{MessageID: "m1", Body: `{"customer":"ada"}`})
+	ev, err := pipe.NewEvent(&source.Message{MessageID: "m1", Body: `{"customer":"ada"}`})
 	if err != nil {
 		b.Fatal(err)
 	}

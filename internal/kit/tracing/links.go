@@ -6,9 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/pipesproject/pipes/source"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/pipesproject/pipes/pipe"
 )
 
 // The message attributes a producer's trace context is read from.
@@ -102,7 +101,7 @@ func lowerHex(s string) ([]byte, bool) {
 // traceparent message attribute (a String), else its AWSTraceHeader
 // system attribute, or for a RabbitMQ record its traceparent header (a
 // string); false when it has none, valid.
-func producerContext(m *pipe.Message) (trace.SpanContext, bool) {
+func producerContext(m *source.Message) (trace.SpanContext, bool) {
 	if m.Record != nil {
 		return recordContext(m.Record)
 	}
@@ -120,7 +119,7 @@ func producerContext(m *pipe.Message) (trace.SpanContext, bool) {
 // recordContext reads the traceparent header of a Pipes RabbitMQ record
 // (basicProperties.headers.traceparent: the bytes of an AMQP string, as
 // Pipes shows them, or a JSON string).
-func recordContext(r *pipe.Record) (trace.SpanContext, bool) {
+func recordContext(r *source.Record) (trace.SpanContext, bool) {
 	props, ok := r.Field("basicProperties")
 	if !ok || !bytes.Contains(props, []byte(AttrTraceparent)) {
 		return trace.SpanContext{}, false // most records: no JSON decoding

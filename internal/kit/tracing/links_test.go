@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 func TestParseTraceparent(t *testing.T) {
@@ -83,31 +83,31 @@ func TestProducerContextPrefersTheTraceparentAttribute(t *testing.T) {
 	const xray = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 	tests := []struct {
 		name  string
-		msg   *pipe.Message
+		msg   *source.Message
 		ok    bool
 		trace string
 	}{
-		{"the traceparent attribute", &pipe.Message{MessageAttributes: map[string]pipe.MessageAttribute{
+		{"the traceparent attribute", &source.Message{MessageAttributes: map[string]source.MessageAttribute{
 			"traceparent": {DataType: "String", StringValue: str("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")}},
 			Attributes: map[string]string{"AWSTraceHeader": xray}}, true, "4bf92f3577b34da6a3ce929d0e0e4736"},
-		{"AWSTraceHeader when there is no traceparent", &pipe.Message{Attributes: map[string]string{"AWSTraceHeader": xray}}, true, "5759e988bd862e3fe1be46a994272793"},
-		{"AWSTraceHeader when the traceparent is malformed", &pipe.Message{MessageAttributes: map[string]pipe.MessageAttribute{
+		{"AWSTraceHeader when there is no traceparent", &source.Message{Attributes: map[string]string{"AWSTraceHeader": xray}}, true, "5759e988bd862e3fe1be46a994272793"},
+		{"AWSTraceHeader when the traceparent is malformed", &source.Message{MessageAttributes: map[string]source.MessageAttribute{
 			"traceparent": {DataType: "String", StringValue: str("junk")}},
 			Attributes: map[string]string{"AWSTraceHeader": xray}}, true, "5759e988bd862e3fe1be46a994272793"},
-		{"a binary traceparent attribute is not read", &pipe.Message{MessageAttributes: map[string]pipe.MessageAttribute{
+		{"a binary traceparent attribute is not read", &source.Message{MessageAttributes: map[string]source.MessageAttribute{
 			"traceparent": {DataType: "Binary", BinaryValue: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")}}}, false, ""},
-		{"neither", &pipe.Message{}, false, ""},
-		{"a RabbitMQ record's traceparent header", &pipe.Message{Record: &pipe.Record{Fields: []pipe.RecordField{
+		{"neither", &source.Message{}, false, ""},
+		{"a RabbitMQ record's traceparent header", &source.Message{Record: &source.Record{Fields: []source.RecordField{
 			{Name: "basicProperties", Value: []byte(`{"contentType":null,"headers":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}`)}}}},
 			true, "0af7651916cd43dd8448eb211c80319c"},
-		{"a RabbitMQ record's traceparent header as Pipes shows an AMQP string", &pipe.Message{Record: &pipe.Record{Fields: []pipe.RecordField{
+		{"a RabbitMQ record's traceparent header as Pipes shows an AMQP string", &source.Message{Record: &source.Record{Fields: []source.RecordField{
 			{Name: "basicProperties", Value: []byte(`{"headers":{"traceparent":{"bytes":` + bytesJSON("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01") + `}}}`)}}}},
 			true, "0af7651916cd43dd8448eb211c80319c"},
-		{"a RabbitMQ record whose traceparent bytes are out of range", &pipe.Message{Record: &pipe.Record{Fields: []pipe.RecordField{
+		{"a RabbitMQ record whose traceparent bytes are out of range", &source.Message{Record: &source.Record{Fields: []source.RecordField{
 			{Name: "basicProperties", Value: []byte(`{"headers":{"traceparent":{"bytes":[300]}}}`)}}}}, false, ""},
-		{"a RabbitMQ record without headers", &pipe.Message{Record: &pipe.Record{Fields: []pipe.RecordField{
+		{"a RabbitMQ record without headers", &source.Message{Record: &source.Record{Fields: []source.RecordField{
 			{Name: "basicProperties", Value: []byte(`{"contentType":null,"headers":null}`)}}}}, false, ""},
-		{"a RabbitMQ record whose traceparent is no string", &pipe.Message{Record: &pipe.Record{Fields: []pipe.RecordField{
+		{"a RabbitMQ record whose traceparent is no string", &source.Message{Record: &source.Record{Fields: []source.RecordField{
 			{Name: "basicProperties", Value: []byte(`{"headers":{"traceparent":42}}`)}}}}, false, ""},
 	}
 	for _, tt := range tests {
@@ -220,7 +220,7 @@ func FuzzRecordContext(f *testing.F) {
 	f.Add(`{"headers":{"traceparent":{"bytes":[-1,999]}}}`)
 	f.Add(`{"headers":null}`)
 	f.Fuzz(func(t *testing.T, props string) {
-		r := &pipe.Record{Fields: []pipe.RecordField{{Name: "basicProperties", Value: []byte(props)}}}
+		r := &source.Record{Fields: []source.RecordField{{Name: "basicProperties", Value: []byte(props)}}}
 		if sc, ok := recordContext(r); ok && !sc.IsValid() {
 			t.Fatalf("accepted %q as an invalid span context", props)
 		}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // The environment variables that turn tracing on.
@@ -159,7 +160,7 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 // StartBatch starts a batch's span: a consumer span, a root (the
 // producers' contexts are links, one per message that carries a valid
 // one), named SpanBatch, with the pipe's name and the message count.
-func (p *Provider) StartBatch(ctx context.Context, pipeName string, batch []*pipe.Message) (context.Context, core.BatchSpan) {
+func (p *Provider) StartBatch(ctx context.Context, pipeName string, batch []*source.Message) (context.Context, core.BatchSpan) {
 	var links []trace.Link
 	for _, m := range batch {
 		if sc, ok := producerContext(m); ok {

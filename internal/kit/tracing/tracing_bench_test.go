@@ -7,7 +7,7 @@ import (
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/kit/tracing"
 	"github.com/pipesproject/pipes/internal/kit/tracing/otlptest"
-	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source"
 )
 
 // BenchmarkTracedBatchOfTen is the per-batch cost of tracing on: a batch
@@ -24,11 +24,11 @@ func BenchmarkTracedBatchOfTen(b *testing.B) {
 	}
 	defer p.Shutdown(ctx)
 	tp := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	batch := make([]*pipe.Message, 10)
+	batch := make([]*source.Message, 10)
 	for i := range batch {
-		m := &pipe.Message{MessageID: "m", Attributes: map[string]string{}}
+		m := &source.Message{MessageID: "m", Attributes: map[string]string{}}
 		if i%2 == 0 {
-			m.MessageAttributes = map[string]pipe.MessageAttribute{"traceparent": {DataType: "String", StringValue: &tp}}
+			m.MessageAttributes = map[string]source.MessageAttribute{"traceparent": {DataType: "String", StringValue: &tp}}
 		}
 		batch[i] = m
 	}

@@ -1,4 +1,4 @@
-package pipe
+package source
 
 import (
 	"bytes"
@@ -82,9 +82,10 @@ type Message struct {
 	liftedAttrs []string
 }
 
-// lifted reports whether the message attribute name came out of an
-// unwrapped envelope.
-func (m *Message) lifted(name string) bool {
+// Lifted reports whether the message attribute name came out of an
+// unwrapped envelope (an SNS notification's attributes): it is not the
+// message's own.
+func (m *Message) Lifted(name string) bool {
 	for _, n := range m.liftedAttrs {
 		if n == name {
 			return true
@@ -350,4 +351,43 @@ func (m *Message) unmarshalShaped(data []byte) error {
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v) // strings always encode
 	return b
+}
+
+// Streamed reports whether m's record can be written out as it is sent,
+// without being encoded and kept first (the SQS shape without an
+// envelope): AppendRecord then writes it, StreamedLen tells its length,
+// and neither can fail.
+func (m *Message) Streamed() bool { return m.Record == nil && len(m.Envelope) == 0 }
+
+// RecordLen is the length of m's record JSON. For a Streamed record it is
+// computed without encoding (nor keeping) the record, and remembered for
+// StreamedLen; the pipe calls it once, as it tracks the message, before
+// any stage reads the message.
+func (m *Message) RecordLen() (int, error) {
+	if m.Streamed() {
+		m.recLen = m.sqsLen(nil)
+		return m.recLen, nil
+	}
+	b, err := m.JSON()
+	return len(b), err
+}
+
+// StreamedLen is the length of what AppendRecord appends for a Streamed
+// record, computed without encoding it.
+func (m *Message) StreamedLen() int {
+	if m.recLen > 0 {
+		return m.recLen
+	}
+	return m.sqsLen(nil)
+}
+
+// AppendRecord appends a Streamed record's JSON to b, written as it goes
+// rather than encoded and kept; for any other record it appends JSON's
+// encoding (nothing when that fails).
+func (m *Message) AppendRecord(b []byte) []byte {
+	if m.Streamed() {
+		return m.appendSQS(b, nil)
+	}
+	j, _ := m.JSON()
+	return append(b, j...)
 }

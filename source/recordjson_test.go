@@ -1,4 +1,4 @@
-package pipe
+package source
 
 import (
 	"bytes"
@@ -40,21 +40,17 @@ func sameAsEncodingJSON(t *testing.T, m *Message) {
 	if err == nil && cap(got) != len(got) {
 		t.Errorf("buffer sized %d for %d bytes", cap(got), len(got))
 	}
-	if !m.lazyRecord() {
+	if !m.Streamed() {
 		return
 	}
-	// The record not encoded yet (PayloadAppender) is the same bytes.
-	ev := &Event{Message: m, lazy: true}
-	if n := ev.PayloadLen(); n != len(want) {
-		t.Errorf("PayloadLen %d, encoding/json wrote %d bytes", n, len(want))
+	// The record written as it is sent (PayloadAppender) is the same bytes.
+	if n := m.StreamedLen(); n != len(want) {
+		t.Errorf("StreamedLen %d, encoding/json wrote %d bytes", n, len(want))
 	}
-	if b := ev.AppendPayload([]byte("prefix,")); !bytes.Equal(b, append([]byte("prefix,"), want...)) {
-		t.Errorf("AppendPayload appended\n%q\nencoding/json\n%q", b[len("prefix,"):], want)
+	if b := m.AppendRecord([]byte("prefix,")); !bytes.Equal(b, append([]byte("prefix,"), want...)) {
+		t.Errorf("AppendRecord appended\n%q\nencoding/json\n%q", b[len("prefix,"):], want)
 	}
-	if b := ev.PayloadBytes(); !bytes.Equal(b, want) || !ev.PayloadIsJSON() {
-		t.Errorf("PayloadBytes %q (known JSON %v), encoding/json %q", b, ev.PayloadIsJSON(), want)
-	}
-	if n, err := m.recordLen(); err != nil || n != len(want) {
+	if n, err := m.RecordLen(); err != nil || n != len(want) {
 		t.Errorf("recordLen %d, %v; encoding/json wrote %d bytes", n, err, len(want))
 	}
 }

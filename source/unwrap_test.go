@@ -1,4 +1,4 @@
-package pipe
+package source
 
 import (
 	"encoding/json"
@@ -28,7 +28,7 @@ func TestUnwrap(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			kept := "mine"
 			m := &Message{Body: tt.body, MessageAttributes: map[string]MessageAttribute{"kept": {DataType: "String", StringValue: &kept}}}
-			unwrap(m, tt.kind)
+			Unwrap(m, tt.kind)
 			if m.Body != tt.wantBody {
 				t.Fatalf("body %q, want %q", m.Body, tt.wantBody)
 			}
@@ -47,7 +47,7 @@ func TestUnwrap(t *testing.T) {
 	t.Run("sns message attributes are lifted; the message's own win", func(t *testing.T) {
 		kept := "mine"
 		m := &Message{Body: sns, MessageAttributes: map[string]MessageAttribute{"kept": {DataType: "String", StringValue: &kept}}}
-		unwrap(m, UnwrapSNS)
+		Unwrap(m, UnwrapSNS)
 		if a := m.MessageAttributes["tenant"]; a.StringValue == nil || *a.StringValue != "acme" || a.DataType != "String" {
 			t.Errorf("tenant = %+v", a)
 		}
@@ -65,7 +65,7 @@ func FuzzUnwrap(f *testing.F) {
 	f.Add(`{"detail-type":"d","source":"s","detail":[1]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		m := &Message{Body: body}
-		unwrap(m, UnwrapAuto)
+		Unwrap(m, UnwrapAuto)
 		if _, err := m.JSON(); err != nil && json.Valid([]byte(body)) {
 			t.Fatalf("record of %q does not encode: %v", body, err)
 		}
