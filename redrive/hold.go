@@ -31,7 +31,7 @@ func releaseCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 }
 
-// leases is the dead-letter queue as a pipe.Source for a pipe.Keeper: the
+// leases is the dead-letter queue as a source.Source for a pipe.Keeper: the
 // keeper's settler extends and releases the messages a run holds with
 // ChangeMessageVisibilityBatch, the same code as a pipe's heartbeat.
 // Receive and Ack are not used by a keeper.

@@ -95,8 +95,8 @@ type dedupEntry struct {
 	sent time.Time
 }
 
-// Queue is one in-process queue. It implements pipe.Source, pipe.Opener and
-// pipe.Closer; all its methods are safe for concurrent use.
+// Queue is one in-process queue. It implements source.Source, source.Opener and
+// source.Closer; all its methods are safe for concurrent use.
 type Queue struct {
 	name string
 

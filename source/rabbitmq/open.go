@@ -29,7 +29,7 @@ type queueInfo struct {
 // checks that the dead-letter exchange exists, and starts consuming. It
 // blocks for those steps. A missing queue or dead-letter exchange, a
 // refused login and a stream queue are pipe.Permanent errors. After a
-// successful Open, later calls return the same SourceInfo.
+// successful Open, later calls return the same source.Info.
 func (s *Source) Open(ctx context.Context) (source.Info, error) {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()

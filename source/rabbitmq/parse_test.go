@@ -230,10 +230,10 @@ func TestFallbackKeysSpellTheDefaultExchangeAsRabbitMQDoes(t *testing.T) {
 			}
 			info := s.sourceInfo(s.fallbackFacts())
 			if !info.OwnAdvice {
-				t.Error("SourceInfo.OwnAdvice is false: the pipe would add the AWS advice to the source's own")
+				t.Error("source.Info.OwnAdvice is false: the pipe would add the AWS advice to the source's own")
 			}
 			if tt.want.HasDLX && tt.want.DeadLetterExchange == "" && info.DeadLetterARN != DefaultExchange {
-				t.Errorf("SourceInfo.DeadLetterARN = %q, want %s", info.DeadLetterARN, DefaultExchange)
+				t.Errorf("source.Info.DeadLetterARN = %q, want %s", info.DeadLetterARN, DefaultExchange)
 			}
 		})
 	}

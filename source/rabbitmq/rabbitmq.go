@@ -25,7 +25,7 @@
 //	                                 below HoldBelow: held unacked for d
 //	retry without retry_backoff      about 1 s, doubling with jitter, ≤ 30 s
 //	visibility timeout               none: deliveries stay until settled or the
-//	                                 connection closes; SourceInfo says 30 s
+//	                                 connection closes; source.Info says 30 s
 //	redrive policy maxReceiveCount   quorum x-delivery-limit (the broker counts),
 //	                                 or max_receive_count (pipes counts:
 //	                                 x-delivery-count, else x-pipes-attempts on
@@ -106,7 +106,7 @@
 // A batch whose target call failed whole with a retryable error (an
 // outage: connection refused, timeouts, 5xx, 429) says nothing of its
 // messages, and on no queue kind may it dead-letter them or use up their
-// delivery count. The pipe hands them to Defer (pipe.Deferrer), from the
+// delivery count. The pipe hands them to Defer (source.Deferrer), from the
 // first such batch on and for those in flight when its circuit opens. The
 // source moves each to a delay queue as for a failure, with one
 // difference: the copy's x-pipes-attempts is the attempts *before* this
@@ -162,7 +162,7 @@ const (
 	// DefaultWaitTime is how long a Receive waits for a first delivery
 	// when Config.WaitTime is 0.
 	DefaultWaitTime = 20 * time.Second
-	// VisibilityTimeout is what SourceInfo reports: the delay the pipe
+	// VisibilityTimeout is what source.Info reports: the delay the pipe
 	// passes for a failed message it has no other delay for, which the
 	// source replaces with its default backoff (about 1 s, doubling, up
 	// to 30 s).

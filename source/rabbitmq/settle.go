@@ -144,7 +144,7 @@ func (s *Source) Term(ctx context.Context, msgs []*source.Message) error {
 	return s.fail(msgs, VisibilityTimeout, opDeadLetter, true)
 }
 
-// Defer gives the messages of an outage back uncounted (pipe.Deferrer):
+// Defer gives the messages of an outage back uncounted (source.Deferrer):
 // a copy carrying the attempts before this delivery (x-pipes-attempts =
 // attempts − 1, so that the next delivery counts as this one) goes to the
 // delay queue of delay and is confirmed, then the original is acked. The

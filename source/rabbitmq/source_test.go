@@ -393,7 +393,7 @@ func TestTheFallbackKeysStandInForAnUnreachableManagementAPI(t *testing.T) {
 		t.Errorf("no warning about the management API in\n%s", logs)
 	}
 	if src.info.DeadLetterARN != dlx || src.info.MaxReceiveCount != 7 {
-		t.Errorf("SourceInfo %+v, want the fallback keys", src.info)
+		t.Errorf("source.Info %+v, want the fallback keys", src.info)
 	}
 	rabbittest.Publish(t, q, "x")
 	m := receive(t, src, 1, 10*time.Second)[0]
@@ -709,7 +709,7 @@ func TestAPolicysDeadLetterExchangeAndDeliveryLimitAreRead(t *testing.T) {
 	}
 	src := open(t, rabbitmq.Config{Queue: q})
 	if src.info.DeadLetterARN != dlx || src.info.MaxReceiveCount != 6 {
-		t.Fatalf("SourceInfo %+v, want the policy's exchange %s and limit 6", src.info, dlx)
+		t.Fatalf("source.Info %+v, want the policy's exchange %s and limit 6", src.info, dlx)
 	}
 	rabbittest.Publish(t, q, "by policy")
 	m := receive(t, src, 1, 10*time.Second)

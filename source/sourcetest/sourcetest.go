@@ -1,11 +1,11 @@
-// Package sourcetest is the contract suite every pipe.Source runs in its
+// Package sourcetest is the contract suite every source.Source runs in its
 // tests: the memory and SQS sources, and users' own. It checks the record
 // shape, receive limits, settling, visibility and cancellation, the way the
 // pipe relies on them.
 //
 //	func TestContract(t *testing.T) {
 //		sourcetest.Run(t, sourcetest.Harness{
-//			New: func(t *testing.T, o sourcetest.QueueOptions) (pipe.Source, func(*testing.T, ...string)) {
+//			New: func(t *testing.T, o sourcetest.QueueOptions) (source.Source, func(*testing.T, ...string)) {
 //				q := newTestQueue(t, o) // a fresh, empty queue
 //				return q, func(t *testing.T, bodies ...string) { send(t, q, bodies) }
 //			},
@@ -42,7 +42,7 @@ type Harness struct {
 	// source on it and a function that sends the bodies to it (failing t
 	// on error). It is called once per subtest, from parallel subtests;
 	// use t.Cleanup to remove the queue. Sources that implement
-	// pipe.Opener are opened by the suite.
+	// source.Opener are opened by the suite.
 	New func(t *testing.T, opts QueueOptions) (src source.Source, send func(t *testing.T, bodies ...string))
 	// VisibilityTimeout is the short visibility timeout the suite waits
 	// out: default 200ms. Servers with a 1 s minimum use 1-2 s.
