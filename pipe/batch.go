@@ -94,7 +94,7 @@ func (p *Pipe) process(ctx context.Context, batch []*delivery, v []verdict) (bat
 	p.met.batches.Inc()
 	p.exec.invoking(ctx, events)
 	if tap := p.tap(); tap != nil {
-		p.tapPayloads(tap, TapTarget, events)
+		p.tapPayloads(tap, core.TapTarget, events)
 	}
 	t0 := time.Now()
 	tctx, endTarget := p.stage(ctx, "target")
@@ -212,7 +212,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*delivery, j *judgement) ([]
 	for i, d := range batch {
 		m := d.Message
 		if tap != nil {
-			p.tapped(tap, TapReceived, m.MessageID, "", m.Body)
+			p.tapped(tap, core.TapReceived, m.MessageID, "", m.Body)
 		}
 		if m.UnwrapErr != nil {
 			v[i] = verdict{outcome: outFailedRetry, stage: "unwrap", err: m.UnwrapErr}
@@ -234,13 +234,13 @@ func (p *Pipe) prepare(ctx context.Context, batch []*delivery, j *judgement) ([]
 				if !ok {
 					v[i] = verdict{outcome: outFiltered}
 					if tap != nil {
-						p.tapped(tap, TapFilter, m.MessageID, "filtered out", "")
+						p.tapped(tap, core.TapFilter, m.MessageID, "filtered out", "")
 					}
 					continue
 				}
 			}
 			if tap != nil {
-				p.tapped(tap, TapFilter, m.MessageID, "passed", "")
+				p.tapped(tap, core.TapFilter, m.MessageID, "passed", "")
 			}
 			events = append(events, ev)
 			continue
@@ -296,7 +296,7 @@ func (p *Pipe) prepare(ctx context.Context, batch []*delivery, j *judgement) ([]
 		}
 		events = kept
 		if tap := p.tap(); tap != nil {
-			p.tapPayloads(tap, TapEnrichment, events)
+			p.tapPayloads(tap, core.TapEnrichment, events)
 		}
 	}
 	if p.opt.Transformer != nil {

@@ -114,7 +114,7 @@ type pipeMetrics struct {
 	targetDuration, messageAge                                       prometheus.Observer
 	m                                                                *Metrics
 	obs                                                              core.Observer // SetObserver; nil: none
-	tap                                                              Tap           // obs as a Tap; nil: none
+	tap                                                              core.Tap      // obs as a Tap; nil: none
 	name                                                             string
 }
 

@@ -16,7 +16,7 @@ import (
 // Tapping.
 func (p *Pipe) SetObserver(o core.Observer) {
 	p.met.obs = o
-	p.met.tap, _ = o.(Tap)
+	p.met.tap, _ = o.(core.Tap)
 }
 
 // observeReceived tells the observer of a receive's messages.

@@ -6,50 +6,9 @@ import (
 	"github.com/pipesproject/pipes/internal/core"
 )
 
-// Tap is the optional ability of an Observer to watch single messages
-// pass a pipe's stages: a live tail. The pipe finds it by type assertion
-// in SetObserver. Before each stage of a batch it asks Tapping (which must
-// be cheap: an atomic load); only when it says yes does it build the
-// stage's TapEvents and hand them to Tapped. Both are called from the
-// pipe's goroutines: they must be safe for concurrent use, must not block
-// and must not call back into the pipe.
-type Tap interface {
-	// Tapping reports whether anyone watches now.
-	Tapping() bool
-	// Tapped is told of one message at one stage.
-	Tapped(e TapEvent)
-}
-
-// Stages of a TapEvent, in the order a message passes them.
-const (
-	TapReceived   = "received"   // the record as the source gave it
-	TapFilter     = "filter"     // the filter's verdict
-	TapEnrichment = "enrichment" // the payload after the enrichment
-	TapTarget     = "target"     // the target's input
-	TapOutcome    = "outcome"    // how the message was settled
-)
-
-// TapEvent is one message at one stage, as a Tap sees it.
-type TapEvent struct {
-	// Stage is one of TapReceived, TapFilter, TapEnrichment, TapTarget and
-	// TapOutcome.
-	Stage string
-	// MessageID is the message's id in its source.
-	MessageID string
-	// Detail is the stage's verdict: "passed" or "filtered out" (filter),
-	// the outcome (succeeded, filtered, failed, released), with the failed
-	// stage and error after a colon.
-	Detail string
-	// Sample is the start of the record or payload (at most SampleLimit
-	// bytes), only when the pipe's logging includes execution data.
-	Sample string
-	// At is when the stage was passed.
-	At time.Time
-}
-
 // tap is the pipe's Tap when someone watches, else nil. With no observer
 // it costs one nil check.
-func (p *Pipe) tap() Tap {
+func (p *Pipe) tap() core.Tap {
 	if t := p.met.tap; t != nil && t.Tapping() {
 		return t
 	}
@@ -57,8 +16,8 @@ func (p *Pipe) tap() Tap {
 }
 
 // tapped hands t one event; sample is kept only with execution data.
-func (p *Pipe) tapped(t Tap, stage, id, detail, sample string) {
-	e := TapEvent{Stage: stage, MessageID: id, Detail: detail, At: time.Now()}
+func (p *Pipe) tapped(t core.Tap, stage, id, detail, sample string) {
+	e := core.TapEvent{Stage: stage, MessageID: id, Detail: detail, At: time.Now()}
 	if p.opt.IncludeExecutionData {
 		e.Sample = sampleOf(sample)
 	}
@@ -66,7 +25,7 @@ func (p *Pipe) tapped(t Tap, stage, id, detail, sample string) {
 }
 
 // tapPayloads tells t of the payloads of events at stage.
-func (p *Pipe) tapPayloads(t Tap, stage string, events []*Event) {
+func (p *Pipe) tapPayloads(t core.Tap, stage string, events []*Event) {
 	for _, ev := range events {
 		sample := ""
 		if p.opt.IncludeExecutionData {
@@ -89,6 +48,6 @@ func (p *Pipe) tapOutcomes(batch []*delivery, v []verdict) {
 		if v[i].outcome == outFailedRetry && v[i].err != nil {
 			detail += ": " + v[i].stage + ": " + v[i].err.Error()
 		}
-		p.tapped(t, TapOutcome, d.Message.MessageID, detail, "")
+		p.tapped(t, core.TapOutcome, d.Message.MessageID, detail, "")
 	}
 }

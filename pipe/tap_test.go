@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source/memory"
 )
@@ -17,11 +18,11 @@ type tapper struct {
 	watcher
 	on     atomic.Bool
 	mu     sync.Mutex
-	events []pipe.TapEvent
+	events []core.TapEvent
 }
 
 func (t *tapper) Tapping() bool { return t.on.Load() }
-func (t *tapper) Tapped(e pipe.TapEvent) {
+func (t *tapper) Tapped(e core.TapEvent) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.events = append(t.events, e)
@@ -32,7 +33,7 @@ func (t *tapper) stages(body string) (id string, out []string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, e := range t.events {
-		if e.Stage == pipe.TapReceived && e.Sample == body {
+		if e.Stage == core.TapReceived && e.Sample == body {
 			id = e.MessageID
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/ui"
@@ -209,12 +210,12 @@ func TestTheLiveTailIsMaskedRateLimitedAndHoldsNothingUnwatched(t *testing.T) {
 	go func() {
 		for i := range 200 {
 			id := fmt.Sprintf("m-%d", i)
-			for _, st := range []string{pipe.TapReceived, pipe.TapFilter, pipe.TapTarget, pipe.TapOutcome} {
+			for _, st := range []string{core.TapReceived, core.TapFilter, core.TapTarget, core.TapOutcome} {
 				detail := ""
-				if st == pipe.TapOutcome {
+				if st == core.TapOutcome {
 					detail = "failed: target: HTTP 401 for " + opsSecret
 				}
-				f.rec.Tapped(pipe.TapEvent{Stage: st, MessageID: id, Detail: detail, Sample: `{"auth":"` + opsSecret + `"}`, At: time.Now()})
+				f.rec.Tapped(core.TapEvent{Stage: st, MessageID: id, Detail: detail, Sample: `{"auth":"` + opsSecret + `"}`, At: time.Now()})
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -240,7 +241,7 @@ func TestTheLiveTailIsMaskedRateLimitedAndHoldsNothingUnwatched(t *testing.T) {
 	if len(events) == 0 || len(events) > 25 {
 		t.Fatalf("%d events in 1.5 s, want 1 to 25", len(events))
 	}
-	if events[0].Stage != pipe.TapReceived || !strings.Contains(events[0].Sample, `"auth"`) {
+	if events[0].Stage != core.TapReceived || !strings.Contains(events[0].Sample, `"auth"`) {
 		t.Errorf("first event %+v, want a receive with its masked sample", events[0])
 	}
 	eventually(t, "no viewer left", func() bool { return !f.rec.Tapping() })

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/core"
-	"github.com/pipesproject/pipes/pipe"
 )
 
 // Bounds of what a Recorder keeps: its memory does not grow with time or
@@ -53,7 +52,7 @@ type Recorder struct {
 
 var (
 	_ core.Observer = (*Recorder)(nil)
-	_ pipe.Tap      = (*Recorder)(nil)
+	_ core.Tap      = (*Recorder)(nil)
 )
 
 // EnableTail turns on the pipe's live tail (tail.go). It is safe to call
@@ -71,7 +70,7 @@ func (r *Recorder) Tapping() bool {
 }
 
 // Tapped implements pipe.Tap.
-func (r *Recorder) Tapped(e pipe.TapEvent) {
+func (r *Recorder) Tapped(e core.TapEvent) {
 	if t := r.tail.Load(); t != nil {
 		t.tapped(e)
 	}

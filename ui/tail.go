@@ -9,9 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/core"
 	"golang.org/x/time/rate"
-
-	"github.com/pipesproject/pipes/pipe"
 )
 
 // The live tail: /pipes/NAME/tail shows, as they happen, sampled messages
@@ -96,13 +95,13 @@ func (t *tail) tapping() bool { return t.viewers.Load() > 0 }
 // rates; a viewer starts following a message at its receive when it has
 // room for the message's five stages. It never blocks: an event a viewer
 // has no room for is dropped.
-func (t *tail) tapped(e pipe.TapEvent) {
+func (t *tail) tapped(e core.TapEvent) {
 	var out *TailEvent // built once, for the first viewer that takes it
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for v := range t.subs {
 		now := e.At
-		if e.Stage == pipe.TapReceived {
+		if e.Stage == core.TapReceived {
 			v.forget(now)
 			if len(v.follow) >= tailFollowed || v.lim.TokensAt(now) < 5 {
 				continue
@@ -112,7 +111,7 @@ func (t *tail) tapped(e pipe.TapEvent) {
 		if _, ok := v.follow[e.MessageID]; !ok {
 			continue
 		}
-		if e.Stage == pipe.TapOutcome {
+		if e.Stage == core.TapOutcome {
 			delete(v.follow, e.MessageID)
 		}
 		if !v.lim.AllowN(now, 1) {
