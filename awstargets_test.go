@@ -49,6 +49,7 @@ func runPipeFile(t *testing.T, file string, metrics *pipe.Metrics, what string, 
 }
 
 func TestSQSToAStepFunctionsEnrichedPipeToSQS(t *testing.T) {
+	t.Parallel()
 	fakeAWSEnv(t)
 	endpoint := sqstest.Endpoint(t)
 	client := sqstest.Client(t)
@@ -112,6 +113,7 @@ target: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1}
 }
 
 func TestSQSToCloudWatchLogs(t *testing.T) {
+	t.Parallel()
 	fakeAWSEnv(t)
 	endpoint := sqstest.Endpoint(t)
 	client := sqstest.Client(t)
@@ -165,6 +167,7 @@ target:
 // API Gateway with IAM authorization: internal/fakeaws.SigV4 recomputes
 // each request's signature with the SDK's v4 signer and refuses any other.
 func TestSQSToAnAPIGatewayHTTPTargetSignedWithSigV4(t *testing.T) {
+	t.Parallel()
 	fakeAWSEnv(t)
 	endpoint := sqstest.Endpoint(t)
 	client := sqstest.Client(t)

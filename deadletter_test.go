@@ -26,6 +26,7 @@ import (
 //
 // Both servers: it relies only on send, receive and delete.
 func TestClientErrorsGoToTheDeadLetterQueueAtOnceWithTheirContext(t *testing.T) {
+	t.Parallel()
 	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
 		testClientErrorsGoToTheDeadLetterQueueAtOnceWithTheirContext(t, s)
 	})

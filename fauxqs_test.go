@@ -113,6 +113,7 @@ func receiveCounts(t *testing.T, c *sqs.Client, url string) map[string]int {
 // here the target accepts what follows a failure and the pipe must still
 // not let the group's later messages overtake it.)
 func TestFIFOGroupsOnFauxqsKeepOneBatchInFlightTheirOrderAndWaitForAFailedMessage(t *testing.T) {
+	t.Parallel()
 	fakeAWSEnv(t)
 	endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
 	client := sqstest.ClientOf(t, sqstest.Fauxqs)
@@ -198,6 +199,7 @@ target: {type: func, func: fifo}
 // and is accepted then, and nothing reaches the dead-letter queue. (On
 // local-aws-sqs the probe is dead-lettered.)
 func TestHeartbeatOnFauxqsKeepsASlowBatchInvisibleWithoutSpendingReceiveCounts(t *testing.T) {
+	t.Parallel()
 	fakeAWSEnv(t)
 	endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
 	client := sqstest.ClientOf(t, sqstest.Fauxqs)
@@ -273,6 +275,7 @@ target: {type: func, func: slow, timeout: 30s}
 // timeouts prints every message, and its stop releases every one, visible
 // at once, received only once, nothing dead-lettered.
 func TestDryRunOnFauxqsThenStopReleasesEverythingAndDeadLettersNothing(t *testing.T) {
+	t.Parallel()
 	fakeAWSEnv(t)
 	endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
 	client := sqstest.ClientOf(t, sqstest.Fauxqs)

@@ -22,6 +22,7 @@ import (
 // Firehose emulator). Every message ends on the stream once, the queue
 // empties, and the PutRecordBatch calls are counted in the metrics.
 func TestSQSToFirehosePutsEveryMessageOnTheDeliveryStream(t *testing.T) {
+	t.Parallel()
 	fakeAWSEnv(t)
 	sqsEndpoint := sqstest.Endpoint(t)
 	sqsc := sqstest.Client(t)

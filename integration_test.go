@@ -21,13 +21,16 @@ import (
 	"github.com/pipesproject/pipes/pipe"
 )
 
-// fakeAWSEnv gives the AWS config chain static test credentials, as a user
-// of an SQS-compatible server would.
+// fakeAWSEnv checks that the AWS config chain has the static test
+// credentials, as a user of an SQS-compatible server would (TestMain sets
+// them for the whole binary: a parallel test cannot call t.Setenv).
 func fakeAWSEnv(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Helper()
+	for _, kv := range fakeAWS {
+		if os.Getenv(kv[0]) != kv[1] {
+			t.Fatalf("%s is not the fake AWS environment TestMain sets", kv[0])
+		}
+	}
 }
 
 // record is the part of a Pipes SQS record the tests read.
@@ -114,6 +117,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // nothing in this pipe changes a message's visibility, so local-aws-sqs's
 // counting of visibility changes as receives does not show.
 func TestSQSPipeDeletesSuccessesOnceAndDeadLettersFailuresAfterMaxReceiveCount(t *testing.T) {
+	t.Parallel()
 	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
 		testSQSPipeDeletesSuccessesOnceAndDeadLettersFailuresAfterMaxReceiveCount(t, s)
 	})
@@ -216,6 +220,7 @@ target:
 // Both servers: drain mode reads visible and in-flight counts (local-aws-sqs
 // counts in-flight messages in both, which only delays the stop).
 func TestSQSPipeInDrainModeStopsOnceTheQueueIsEmpty(t *testing.T) {
+	t.Parallel()
 	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
 		testSQSPipeInDrainModeStopsOnceTheQueueIsEmpty(t, s)
 	})

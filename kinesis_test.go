@@ -24,6 +24,7 @@ import (
 // its record is on the stream, and the PutRecords calls are counted in the
 // metrics by operation.
 func TestSQSToKinesisOnKinesalitePutsEveryMessageWithItsPartitionKey(t *testing.T) {
+	t.Parallel()
 	fakeAWSEnv(t)
 	sqsEndpoint := sqstest.Endpoint(t)
 	kinesisEndpoint := sqstest.EndpointOf(t, sqstest.Kinesalite)

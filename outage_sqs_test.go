@@ -22,6 +22,7 @@ import (
 // (the FIFO rule), so only those (at most 9 per bad message) may show a
 // second receive.
 func TestATargetOutageOnSQSFIFOIsNoVerdict(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("300 messages through a 10 s outage")
 	}
@@ -106,6 +107,7 @@ target: {type: http, url: %s}
 // and its whole failures stay an outage (held, probed; nothing lost). That
 // limit is in pipe/doc.go.
 func TestAPoisonBatchOnSQSIsBisected(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a poison message through its 3 receives")
 	}

@@ -186,6 +186,7 @@ func rabbitRecord(rec map[string]any) (string, int) {
 // Relies on: basic.nack without requeue dead-lettering, the quorum
 // queue's delivery limit, delay queues' TTL dead-lettering back.
 func TestATargetOutageOnRabbitMQIsNoVerdict(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("three runs of 3000 messages through a 10 s outage")
 	}
@@ -193,6 +194,7 @@ func TestATargetOutageOnRabbitMQIsNoVerdict(t *testing.T) {
 	const n = 3000
 	for _, kind := range []string{"classic-dlx", "quorum-limit", "max-receive-count"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			dlx, dlq := rabbittest.DeclareDLX(t)
 			q := rabbittest.Name(t, "")
 			opts := rabbittest.QueueOptions{DeadLetterExchange: dlx}
@@ -264,6 +266,7 @@ func sqsRecord(rec map[string]any) (string, int) {
 // Relies on: fauxqs counting receives only (not visibility changes) and
 // applying the redrive policy.
 func TestATargetOutageOnSQSIsNoVerdict(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("1000 messages through a 10 s outage")
 	}
@@ -339,9 +342,11 @@ func poisonServer(t *testing.T, read func(map[string]any) (string, int)) (*httpt
 // is dead-lettered. Before, the poison's batch was deferred again and
 // again for ever (every 1 s … 60 s) and the drain never ended.
 func TestAPoisonBatchOnRabbitMQIsBisected(t *testing.T) {
+	t.Parallel()
 	url := rabbittest.URL(t)
 	for _, kind := range []string{"quorum-limit", "max-receive-count"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			dlx, dlq := rabbittest.DeclareDLX(t)
 			q := rabbittest.Name(t, "")
 			opts := rabbittest.QueueOptions{DeadLetterExchange: dlx}

@@ -26,6 +26,7 @@ import (
 // message no queue is bound for fails and comes back (mandatory), never
 // lost. Relies on the broker's publisher confirms and basic.return.
 func TestAMemoryPipeToARabbitMQTargetRoutesByTemplate(t *testing.T) {
+	t.Parallel()
 	url := rabbittest.URL(t)
 	ch := rabbittest.Channel(t)
 	exchange := rabbittest.Name(t, "-x")
@@ -99,6 +100,7 @@ target:
 // takes with x-death reason rejected; the queue ends empty. Relies on the
 // broker's dead-lettering of basic.nack(requeue=false).
 func TestARabbitMQPipeDeliversFiltersAndDeadLettersThroughTheExchange(t *testing.T) {
+	t.Parallel()
 	rabbittest.ManagementURL(t) // skips without it: the source reads the queue's dead-letter exchange from the management API
 	url := rabbittest.URL(t)
 	dlx, dlq := rabbittest.DeclareDLX(t)

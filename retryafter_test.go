@@ -73,8 +73,10 @@ func checkRetriedAfter(t *testing.T, calls []time.Time, within time.Duration) {
 // no retries counted a failure is final, as for any failure: the record is
 // dead-lettered after its one try.
 func TestRetryAfterHoldsTheItemBackOnEverySource(t *testing.T) {
+	t.Parallel()
 	bodies := []string{`{"n":1}`, `{"n":2,"wait":true}`, `{"n":3}`}
 	t.Run("sqs", func(t *testing.T) {
+		t.Parallel()
 		fakeAWSEnv(t)
 		endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
 		client := sqstest.ClientOf(t, sqstest.Fauxqs)
@@ -95,6 +97,7 @@ target: {type: http, url: %s, batch: false}
 	url := rabbittest.URL(t)
 	for _, kind := range []string{"quorum-limit", "max-receive-count", "classic-dlx"} {
 		t.Run("rabbitmq-"+kind, func(t *testing.T) {
+			t.Parallel()
 			dlx, dlq := rabbittest.DeclareDLX(t)
 			q := rabbittest.Name(t, "")
 			opts := rabbittest.QueueOptions{DeadLetterExchange: dlx}

@@ -150,6 +150,7 @@ func dlqMessages(t *testing.T, c *sqs.Client, url string) []types.Message {
 // (when there is one) kept; the objects of delivered and filtered
 // messages are deleted after their message.
 func TestS3PointersOnFauxqsReachTheTargetWholeAndTheirObjectsGoOnlyAfterTheirMessage(t *testing.T) {
+	t.Parallel()
 	fakeAWSEnv(t)
 	endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
 	client := sqstest.ClientOf(t, sqstest.Fauxqs)
@@ -247,6 +248,7 @@ target: {type: http, url: %s}
 // missing_object: dead_letter, a pointer to a missing object goes there
 // at once too, at stage unwrap, after one receive.
 func TestS3PointerSentToTheDeadLetterTargetKeepsItsObject(t *testing.T) {
+	t.Parallel()
 	fakeAWSEnv(t)
 	endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
 	client := sqstest.ClientOf(t, sqstest.Fauxqs)
@@ -303,6 +305,7 @@ dead_letter: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1}
 // ExtendedPayloadSize); pipe B reads them back with unwrap s3pointer and
 // deletes the objects after their messages.
 func TestSQSTargetOffloadOnFauxqsIsReadBackByAnS3PointerSource(t *testing.T) {
+	t.Parallel()
 	fakeAWSEnv(t)
 	endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
 	client := sqstest.ClientOf(t, sqstest.Fauxqs)
@@ -404,6 +407,7 @@ func notification(bucket string, keys ...string) string {
 // notification, which comes back whole; S3's test event is deleted
 // without reaching the target.
 func TestS3EventNotificationsSplitIntoOneRecordPerObject(t *testing.T) {
+	t.Parallel()
 	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
 		fakeAWSEnv(t)
 		endpoint := sqstest.EndpointOf(t, s)

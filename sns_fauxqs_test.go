@@ -106,8 +106,10 @@ func subscribedTopic(t *testing.T, snsc *sns.Client, sqsc *sqs.Client, fifo, raw
 // message (raw on: SNS made the attributes SQS message attributes, and
 // unwrap leaves a body that is no envelope alone).
 func TestSNSTopicToQueueOnFauxqsIsReadBackWithUnwrap(t *testing.T) {
+	t.Parallel()
 	for _, raw := range []bool{false, true} {
 		t.Run(fmt.Sprintf("raw delivery %v", raw), func(t *testing.T) {
+			t.Parallel()
 			fakeAWSEnv(t)
 			endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
 			sqsc := sqstest.ClientOf(t, sqstest.Fauxqs)
@@ -194,6 +196,7 @@ target: {type: func, func: collect}
 // gets each message once, in its group, in order, and a message published
 // again with the same deduplication id is dropped by the topic.
 func TestSNSFIFOTopicOnFauxqsGetsGroupAndDeduplicationIDs(t *testing.T) {
+	t.Parallel()
 	fakeAWSEnv(t)
 	endpoint := sqstest.EndpointOf(t, sqstest.Fauxqs)
 	sqsc := sqstest.ClientOf(t, sqstest.Fauxqs)

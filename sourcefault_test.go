@@ -89,6 +89,7 @@ func (p *proxy) setUp(up bool) {
 
 // Both servers: it relies only on send, receive and delete through a proxy.
 func TestSQSEndpointDownAtStartAndMidRunIsRetriedWithBackoffAndRecovers(t *testing.T) {
+	t.Parallel()
 	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
 		testSQSEndpointDownAtStartAndMidRunIsRetriedWithBackoffAndRecovers(t, s)
 	})

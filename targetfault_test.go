@@ -101,6 +101,7 @@ func (f *faultyTarget) serve(w http.ResponseWriter, r *http.Request) {
 // Both servers: failed items come back after their visibility timeout
 // with a maxReceiveCount far above what the faults need.
 func TestTargetFaultsAreRetriedThroughTheQueueAndNothingIsLostOrDuplicated(t *testing.T) {
+	t.Parallel()
 	sqstest.Servers(t, func(t *testing.T, s sqstest.Server) {
 		testTargetFaultsAreRetriedThroughTheQueueAndNothingIsLostOrDuplicated(t, s)
 	})

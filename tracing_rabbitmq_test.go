@@ -28,6 +28,7 @@ import (
 // producer only. Broker behaviour relied on: headers are delivered as
 // published.
 func TestARabbitMQMessagesTraceparentHeaderLinksTheBatchSpan(t *testing.T) {
+	t.Parallel()
 	url := rabbittest.URL(t)
 	queue := rabbittest.Name(t, "")
 	rabbittest.DeclareQueue(t, queue, rabbittest.QueueOptions{})

@@ -37,6 +37,7 @@ import (
 // AWSTraceHeader sent this way (tried: only the traceparent link came
 // back), so the test runs on local-aws-sqs only.
 func TestSQSMessagesLinkTheirProducersTracesToTheBatchSpan(t *testing.T) {
+	t.Parallel()
 	fakeAWSEnv(t)
 	endpoint := sqstest.EndpointOf(t, sqstest.LocalAWSSQS)
 	client := sqstest.ClientOf(t, sqstest.LocalAWSSQS)
