@@ -50,6 +50,10 @@ try {
   found.listed = await rows.count();
   found.reasons = await page.locator("tr[data-dlq-message] td.why").allTextContents();
   found.previews = await page.locator("tr[data-dlq-message] code.preview").allTextContents();
+  // The depth reads "–" until the pipe's first depth poll answers (every
+  // few seconds): wait for it rather than read the page's first paint.
+  await page.waitForFunction((n) => document.querySelector('[data-field="depths.dlq"]').textContent.trim().startsWith(String(n) + " "),
+    dlqCount, { timeout: 70000 }).catch(() => {});
   found.dlqBefore = (await page.locator('[data-field="depths.dlq"]').textContent()).trim();
   await a11y(page, "dlq");
   found.overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
