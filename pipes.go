@@ -34,7 +34,7 @@ import (
 
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/filter"
-	"github.com/pipesproject/pipes/internal/budget"
+	"github.com/pipesproject/pipes/budget"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/retry"
 	"github.com/pipesproject/pipes/source"
@@ -66,7 +66,7 @@ type Env struct {
 	// kept hidden while the pipes run and released when they stop.
 	DryRun bool
 	// Tracer, when set, gives every batch of every pipe a span
-	// (internal/kit/tracing's OpenTelemetry one; nil: no tracing).
+	// (package tracing's OpenTelemetry one; nil: no tracing).
 	Tracer pipe.Tracer
 
 	outMu *sync.Mutex

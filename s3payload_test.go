@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/pipesproject/pipes"
-	"github.com/pipesproject/pipes/internal/budget"
+	"github.com/pipesproject/pipes/budget"
 	"github.com/pipesproject/pipes/internal/s3payload"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"

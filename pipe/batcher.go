@@ -3,7 +3,7 @@ package pipe
 // batcher forms batches from deliveries as they are received. A batch
 // holds at most size deliveries and, counted in record JSON (what a target
 // is sent, with the commas and brackets of an array), at most
-// MaxBatchBytes, unless a single record is larger. The pipe calls it under
+// maxBatchBytes, unless a single record is larger. The pipe calls it under
 // its lock, so implementations need no locking of their own.
 type batcher interface {
 	// add takes a received delivery. It reports whether an open batch
@@ -48,7 +48,7 @@ func newBatcher(fifo bool, size int) batcher {
 }
 
 func (b *standardBatcher) add(d *delivery) (bool, uint64) {
-	if len(b.open) > 0 && b.openBytes+d.recordSize+batchOverhead(len(b.open)+1) > MaxBatchBytes {
+	if len(b.open) > 0 && b.openBytes+d.recordSize+batchOverhead(len(b.open)+1) > maxBatchBytes {
 		b.closeOpen()
 	}
 	b.open = append(b.open, d)
@@ -141,7 +141,7 @@ func (b *fifoBatcher) next() []*delivery {
 		}
 		took := 0
 		for _, d := range q {
-			if len(batch) >= b.size || len(batch) > 0 && bytes+d.recordSize+batchOverhead(len(batch)+1) > MaxBatchBytes {
+			if len(batch) >= b.size || len(batch) > 0 && bytes+d.recordSize+batchOverhead(len(batch)+1) > maxBatchBytes {
 				break
 			}
 			batch = append(batch, d)

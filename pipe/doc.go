@@ -30,16 +30,18 @@
 // and builds pipes with New and Options, running them with Run or a
 // Runner. Those contracts, the per-item answer (Result, ItemFailure,
 // Fail, Permanent, Throttled, ErrReportedFailed) and what Options takes
-// (Filter, Enricher, Transformer, Backoff, Metrics) are exported. Tracer
-// is too, as the type of Options.Tracer, but its span type is internal:
-// the module's OpenTelemetry provider is the one implementation. What
-// only the module's own packages share — the in-flight byte budget
-// (internal/budget), the error classes the runtime reads and sources'
-// SettleError (internal/core), the observer hooks of the status page, its
-// live tail (Tap) and the tracing span types (internal/core), the partial
-// batch answer parser (internal/kit/partial) — is internal. No internal
-// type is aliased here: an alias would show a name whose documentation an
-// embedder cannot read.
+// (Filter, Enricher, Transformer, Backoff, Metrics, Tracer) are
+// exported, and every type Options names can be built outside the
+// module: the in-flight byte budget several pipes share is package budget
+// (budget.New), and a Tracer is package tracing's OpenTelemetry Provider
+// (tracing.New; the span type it returns is internal, so that provider is
+// the one implementation). What only the module's own packages share —
+// the error classes the runtime reads and sources' SettleError
+// (internal/core), the observer hooks of the status page, its live tail
+// (Tap) and the tracing span types (internal/core), the partial batch
+// answer parser (internal/kit/partial) — is internal. No internal type
+// is aliased here: an alias would show a name whose documentation an
+// embedder cannot read (go doc lists no method or field of an alias).
 //
 // Some of what stays is there for the module's own targets and tools and
 // says so in its documentation: Event's payload methods (AppendPayload,
@@ -47,7 +49,8 @@
 // PayloadAppender ability, which let a target write a record as it sends
 // it instead of keeping an encoded copy; Keeper, which holds messages
 // that the dead-letter tools receive outside a pipe with a pipe's
-// heartbeat; SetObserver and Status, which the status page reads. They
+// heartbeat; SetObserver and Status, which the status page reads
+// (package ui's Recorder is an Observer an embedder can set too). They
 // need the runtime's unexported state, so they cannot move out of this
 // package without the runtime moving with them.
 //

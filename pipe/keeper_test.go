@@ -34,8 +34,8 @@ func TestKeeperCloseReleasesEveryHeldMessageAtOnce(t *testing.T) {
 	}
 	var got []string
 	for _, c := range src.callsOf("nak") {
-		if len(c.handles) > MaxReceive || c.d != 0 {
-			t.Errorf("a release of %d messages to visibility %v, want at most %d at 0", len(c.handles), c.d, MaxReceive)
+		if len(c.handles) > maxReceive || c.d != 0 {
+			t.Errorf("a release of %d messages to visibility %v, want at most %d at 0", len(c.handles), c.d, maxReceive)
 		}
 		got = append(got, c.handles...)
 	}

@@ -8,7 +8,7 @@ import (
 
 // limiter gates the receives by Options.RateLimit: a token bucket of
 // messages (x/time/rate) with a burst of one second's worth, at least a
-// full receive (MaxReceive). A receive takes the tokens of all it asks
+// full receive (maxReceive). A receive takes the tokens of all it asks
 // for and gives back those of what it did not get, so that messages
 // beyond the rate stay in the queue and burn no receive count.
 //
@@ -30,7 +30,7 @@ func newLimiter(perSec float64) *limiter {
 	if perSec <= 0 {
 		return nil
 	}
-	burst := max(int(perSec), MaxReceive)
+	burst := max(int(perSec), maxReceive)
 	return &limiter{lim: rate.NewLimiter(rate.Limit(perSec), burst), perSec: perSec}
 }
 

@@ -9,22 +9,23 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pipesproject/pipes/budget"
 	"github.com/pipesproject/pipes/internal/backoff"
-	"github.com/pipesproject/pipes/internal/budget"
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/source"
 )
 
 // Limits fixed by Pipes and SQS.
 const (
-	// MaxBatchBytes is the payload above which a batch is handed on early
+	// maxBatchBytes is the payload above which a batch is handed on early
 	// (the 6 MB synchronous invocation quota).
-	MaxBatchBytes = 6 << 20
-	// MaxReceive is the most messages one ReceiveMessage returns.
-	MaxReceive = 10
-	// MaxVisibility is SQS's 12-hour ceiling on a message's invisibility,
+	maxBatchBytes = 6 << 20
+	// maxReceive is the most messages one ReceiveMessage returns, and the
+	// most entries of a DeleteMessageBatch.
+	maxReceive = 10
+	// maxVisibility is SQS's 12-hour ceiling on a message's invisibility,
 	// counted from its receive.
-	MaxVisibility = 12 * time.Hour
+	maxVisibility = 12 * time.Hour
 	// defaultVisibility stands in for a source that reports none.
 	defaultVisibility = 30 * time.Second
 	// stopGrace is how long batches get to return once their target calls
@@ -54,8 +55,8 @@ type Backoff struct {
 // Max 0 means only SQS's cap (12 h less a minute).
 func (b Backoff) Delay(receiveCount int) time.Duration {
 	limit := b.Max
-	if limit <= 0 || limit > MaxVisibility-time.Minute {
-		limit = MaxVisibility - time.Minute
+	if limit <= 0 || limit > maxVisibility-time.Minute {
+		limit = maxVisibility - time.Minute
 	}
 	e := backoff.Exponential{Base: b.Base, Max: limit, Factor: max(b.Factor, 1)}
 	if b.Jitter {
@@ -618,7 +619,7 @@ func (p *Pipe) startReceivesLocked(recv context.Context, pool *workers, w *wakeu
 			w.errs = time.After(d)
 			return
 		}
-		n := min(MaxReceive, room)
+		n := min(maxReceive, room)
 		n, wait := p.rate.take(now, n, p.rate.need(n))
 		if n == 0 {
 			w.rate = time.After(wait)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pipesproject/pipes/internal/budget"
+	"github.com/pipesproject/pipes/budget"
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/source"
 	"github.com/sourcegraph/conc"
@@ -269,7 +269,7 @@ func (s *settler) dispatchLocked(ds []*delivery) (done []*delivery) {
 // pushLocked queues calls for ds, ten deliveries per call.
 func (s *settler) pushLocked(op jobOp, ds []*delivery, delay time.Duration) {
 	for len(ds) > 0 {
-		n := min(len(ds), MaxReceive)
+		n := min(len(ds), maxReceive)
 		s.queue = append(s.queue, job{op: op, ds: ds[:n:n], delay: delay})
 		s.cond.Signal() // one worker per job
 		ds = ds[n:]
@@ -280,7 +280,7 @@ func (s *settler) pushLocked(op jobOp, ds []*delivery, delay time.Duration) {
 // true or the settler is closing; otherwise it asks the loop to flush the
 // partial one after ackLinger.
 func (s *settler) flushAcksLocked(all bool) {
-	full := len(s.acks) / MaxReceive * MaxReceive
+	full := len(s.acks) / maxReceive * maxReceive
 	if all || s.closing {
 		full = len(s.acks)
 	}
@@ -325,7 +325,7 @@ func extendable(d *delivery) bool {
 // visibility, less what would pass the 12 h cap from the receive; 0 when
 // the cap is reached.
 func (s *settler) extensionLocked(d *delivery, now time.Time) time.Duration {
-	left := MaxVisibility - leaseCapMargin - now.Sub(d.receivedAt)
+	left := maxVisibility - leaseCapMargin - now.Sub(d.receivedAt)
 	if left >= s.vis {
 		return s.vis
 	}
@@ -402,7 +402,7 @@ func (s *settler) heartbeat(now time.Time) {
 
 func (s *settler) pushExtendLocked(ds []*delivery, ext time.Duration) {
 	for len(ds) > 0 {
-		n := min(len(ds), MaxReceive)
+		n := min(len(ds), maxReceive)
 		s.queue = append(s.queue, job{op: opExtend, ds: ds[:n:n], delay: ext})
 		s.cond.Signal()
 		ds = ds[n:]

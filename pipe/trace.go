@@ -9,8 +9,8 @@ import (
 
 // Tracer starts the spans of a pipe's batches (Options.Tracer). It is
 // optional: with none set the runtime starts no span and allocates
-// nothing for tracing. Implementations (internal/kit/tracing's OpenTelemetry
-// one) must be safe for concurrent use: every batch of every pipe calls
+// nothing for tracing. Package tracing's Provider is the
+// module's OpenTelemetry one; implementations must be safe for concurrent use: every batch of every pipe calls
 // StartBatch from its own goroutine. A Tracer never settles or changes a
 // message.
 type Tracer interface {

@@ -18,7 +18,7 @@ import (
 // on its own.
 //
 // The settling methods take many messages per call (the settler gathers
-// them, at most MaxReceive per call for acks). A message whose entry
+// them, at most 10 per call for acks, SQS's batch limit). A message whose entry
 // failed is reported by a *SettleError keyed by its receipt handle; the
 // others were settled. Any other error means nothing is known to have been
 // settled.

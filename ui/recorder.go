@@ -17,7 +17,7 @@ const (
 	History = 15 * time.Minute
 )
 
-// Recorder is a pipe.Observer that keeps what the status page shows of one
+// Recorder is a the Observer of Pipe.SetObserver that keeps what the status page shows of one
 // pipe: running totals (atomics, no lock on the pipe's path), the last
 // MaxFailures failures, the last scaling decision, and a ring of samples of
 // the totals taken every few seconds, 15 minutes of them. Safe for
@@ -122,7 +122,7 @@ func NewRecorder(every time.Duration, scrub func(string) string) *Recorder {
 	return r
 }
 
-// Received implements pipe.Observer.
+// Received implements the Observer of Pipe.SetObserver.
 func (r *Recorder) Received(n int, oldest time.Time) {
 	r.received.Add(int64(n))
 	if oldest.IsZero() {
@@ -137,13 +137,13 @@ func (r *Recorder) Received(n int, oldest time.Time) {
 	}
 }
 
-// Settled implements pipe.Observer.
+// Settled implements the Observer of Pipe.SetObserver.
 func (r *Recorder) Settled(delivered, filtered int) {
 	r.delivered.Add(int64(delivered))
 	r.filtered.Add(int64(filtered))
 }
 
-// Failed implements pipe.Observer.
+// Failed implements the Observer of Pipe.SetObserver.
 func (r *Recorder) Failed(f core.Failure) {
 	r.failed.Add(1)
 	r.byStage[stageIndex(f.Stage)].Add(1)
@@ -166,10 +166,10 @@ func (r *Recorder) Failed(f core.Failure) {
 	r.failures[(r.next-1)%MaxFailures] = kept
 }
 
-// DeadLettered implements pipe.Observer.
+// DeadLettered implements the Observer of Pipe.SetObserver.
 func (r *Recorder) DeadLettered(n int) { r.dead.Add(int64(n)) }
 
-// Scaled implements pipe.Observer.
+// Scaled implements the Observer of Pipe.SetObserver.
 func (r *Recorder) Scaled(d core.ScalingDecision) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

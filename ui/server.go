@@ -9,7 +9,7 @@
 // use too: /api/pipes, /api/pipes/NAME, /api/pipes/NAME/failures.
 //
 // The package consumes small interfaces: a pipe's Control (*pipe.Pipe
-// implements it), its Recorder (a pipe.Observer), a Depther and a
+// implements it), its Recorder (a the Observer of Pipe.SetObserver), a Depther and a
 // Redriver.
 package ui
 

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/pipesproject/pipes/internal/kit/tracing/otlptest"
+	"github.com/pipesproject/pipes/internal/otlptest"
 	"github.com/pipesproject/pipes/internal/sqstest"
 )
 

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/pipesproject/pipes/internal/kit/httpcore"
-	"github.com/pipesproject/pipes/internal/kit/tracing"
+	"github.com/pipesproject/pipes/tracing"
 	"github.com/pipesproject/pipes/pipe"
 )
 

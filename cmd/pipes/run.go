@@ -25,7 +25,7 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
-	"github.com/pipesproject/pipes/internal/budget"
+	"github.com/pipesproject/pipes/budget"
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/procs"
 	"github.com/pipesproject/pipes/internal/scrub"

@@ -11,7 +11,6 @@
 //	           shared by the http target and enrichment
 //	param      target parameters: templates read per batch or per record
 //	partial    the partial batch answer (batchItemFailures) parser
-//	tracing    the OpenTelemetry pipe.Tracer
 //
 // The packages directly under internal/ (backoff, jsonvalue, syncbuf, …) sit
 // below pipe or beside it and never import it.

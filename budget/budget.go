@@ -1,3 +1,8 @@
+// Package budget bounds the bytes of messages that the pipes of one
+// process hold in flight (a pipeline file's max_inflight_bytes, pipes run
+// --max-inflight-bytes): give the same *Budget to every pipe's
+// pipe.Options.Budget and pollers wait while it is spent. ApplyMemoryLimit
+// sizes the Go runtime's soft memory limit to match it.
 package budget
 
 import (

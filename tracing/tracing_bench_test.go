@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/pipesproject/pipes/internal/core"
-	"github.com/pipesproject/pipes/internal/kit/tracing"
-	"github.com/pipesproject/pipes/internal/kit/tracing/otlptest"
+	"github.com/pipesproject/pipes/internal/otlptest"
 	"github.com/pipesproject/pipes/source"
+	"github.com/pipesproject/pipes/tracing"
 )
 
 // BenchmarkTracedBatchOfTen is the per-batch cost of tracing on: a batch
