@@ -1,8 +1,8 @@
 // Package budget bounds the bytes of messages that the pipes of one
-// process hold in flight (a pipeline file's max_inflight_bytes, pipes run
-// --max-inflight-bytes): give the same *Budget to every pipe's
-// pipe.Options.Budget and pollers wait while it is spent. ApplyMemoryLimit
-// sizes the Go runtime's soft memory limit to match it.
+// process hold in flight (pipes run --max-inflight-bytes): give the same
+// *Budget to every pipe's pipe.Options.Budget and pollers wait while it
+// is spent. ApplyMemoryLimit sizes the Go runtime's soft memory limit to
+// match it.
 package budget
 
 import (
@@ -12,7 +12,7 @@ import (
 )
 
 // Budget bounds the bytes of messages held in flight by all the pipes of a
-// process (max_inflight_bytes). Pollers wait while it is spent; settling
+// process (--max-inflight-bytes). Pollers wait while it is spent; settling
 // gives bytes back. It is safe for concurrent use.
 type Budget struct {
 	limit int64
