@@ -32,9 +32,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pipesproject/pipes/budget"
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/filter"
-	"github.com/pipesproject/pipes/budget"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/retry"
 	"github.com/pipesproject/pipes/source"

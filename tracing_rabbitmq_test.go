@@ -14,10 +14,10 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
-	"github.com/pipesproject/pipes/tracing"
 	"github.com/pipesproject/pipes/internal/otlptest"
 	"github.com/pipesproject/pipes/internal/rabbittest"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/tracing"
 )
 
 // TestARabbitMQMessagesTraceparentHeaderLinksTheBatchSpan publishes, to the

@@ -16,10 +16,10 @@ import (
 
 	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
-	"github.com/pipesproject/pipes/tracing"
 	"github.com/pipesproject/pipes/internal/otlptest"
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/tracing"
 )
 
 // TestSQSMessagesLinkTheirProducersTracesToTheBatchSpan sends, to a real

@@ -43,8 +43,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pipesproject/pipes"
-	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/budget"
+	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/pipe"
 )
 

@@ -13,8 +13,8 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/pipesproject/pipes/internal/kit/httpcore"
-	"github.com/pipesproject/pipes/tracing"
 	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/tracing"
 )
 
 // traceFlushTimeout bounds the export of the spans still queued at exit.

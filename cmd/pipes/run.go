@@ -24,8 +24,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pipesproject/pipes"
-	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/budget"
+	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/procs"
 	"github.com/pipesproject/pipes/internal/scrub"
