@@ -76,6 +76,7 @@ func newFailingTarget(t *testing.T) *failingTarget {
 //
 // Relies on RabbitMQ 3.10: quorum queues with x-delivery-limit.
 func TestFallbackKeysDescribeTheQueueThatSendCreates(t *testing.T) {
+	t.Parallel()
 	for _, spelling := range []string{"amq.default"} {
 		t.Run("dead_letter_exchange "+spelling, func(t *testing.T) {
 			amqpURL := rabbittest.URL(t)
@@ -99,7 +100,7 @@ func TestFallbackKeysDescribeTheQueueThatSendCreates(t *testing.T) {
 				t.Fatalf("send --create: exit %d, stderr:\n%s", code, stderr)
 			}
 
-			code, _, stderr = runCLI(t, "run", "--drain", "--metrics-addr", "", "-f", file)
+			code, _, stderr = runCLIProc(t, nil, "run", "--drain", "--metrics-addr", "", "-f", file)
 			if code != 0 {
 				t.Fatalf("run --drain: exit %d, stderr:\n%s", code, stderr)
 			}

@@ -9,10 +9,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,15 +35,11 @@ import (
 // run takes about 40 s: the first receive and the last one before the stop
 // each wait out the poll.
 func TestRunAWSRunsAnImportedSQSToSQSPipeEndToEnd(t *testing.T) {
+	t.Parallel()
 	endpoint := sqstest.Endpoint(t)
 	client := sqstest.Client(t)
 	srcURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 30 * time.Second})
 	dstURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_ENDPOINT_URL_SQS", endpoint)
 
 	arn := func(queueURL string) string {
 		parts := strings.Split(strings.TrimRight(queueURL, "/"), "/")
@@ -91,9 +89,8 @@ Resources:
 	// (SOURCE_ARN, the name the import reports, names another queue); a
 	// parameter no --param gives comes from the variable of its own name,
 	// over the template's Default.
-	t.Setenv("SOURCE_ARN", arn(dstURL))
-	t.Setenv("TargetArn", arn(dstURL))
-	runUntilMoved(t, []string{"run", "--aws", file, "--param", "SourceArn=" + arn(srcURL), "--metrics-addr", ""}, client, srcURL, dstURL, 2)
+	env := []string{"AWS_ENDPOINT_URL_SQS=" + endpoint, "SOURCE_ARN=" + arn(dstURL), "TargetArn=" + arn(dstURL)}
+	runUntilMoved(t, env, []string{"run", "--aws", file, "--param", "SourceArn=" + arn(srcURL), "--metrics-addr", ""}, client, srcURL, dstURL, 2)
 
 	got := sqstest.DrainBodies(t, client, dstURL)
 	var orders []string
@@ -113,21 +110,36 @@ Resources:
 	}
 }
 
-// runUntilMoved runs the pipes command args until n messages are on the
-// queue dstURL and none is left on srcURL (or the command ends), then
-// stops it; it must exit 0.
-func runUntilMoved(t *testing.T, args []string, client *sqs.Client, srcURL, dstURL string, n int) {
+// runUntilMoved runs the pipes command args in a child process of the
+// test binary, with env added to the fake AWS environment (childEnv), until
+// n messages are on the queue dstURL and none is left on srcURL (or the
+// command ends), then stops it with SIGTERM; it must exit 0. A child, not
+// run in this process: the SDK reads AWS_ENDPOINT_URL_SQS and the rest
+// from the process's environment, and a child's own lets these tests run
+// in parallel (t.Setenv cannot).
+func runUntilMoved(t *testing.T, env, args []string, client *sqs.Client, srcURL, dstURL string, n int) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var runOut, runErr bytes.Buffer
-	done := make(chan int, 1)
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = childEnv(env...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	started := time.Now()
-	go func() { done <- run(ctx, args, nil, &runOut, &runErr) }()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
 	waitUntil(t, 90*time.Second, fmt.Sprintf("%d messages on the target queue and none left on the source", n), func() bool {
 		select {
-		case code := <-done:
-			done <- code
+		case <-done:
 			return true
 		default:
 		}
@@ -136,9 +148,12 @@ func runUntilMoved(t *testing.T, args []string, client *sqs.Client, srcURL, dstU
 		return dstVisible >= n && srcVisible+srcInflight == 0
 	})
 	t.Logf("delivered and drained %s after the start", time.Since(started))
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("run --aws exit %d: %s", code, runErr.String())
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if waitErr != nil {
+		t.Fatalf("run --aws: %v (exit 0 wanted), stderr:\n%s", waitErr, stderr.String())
 	}
 	t.Logf("stopped %s after the start", time.Since(started))
 }
@@ -151,6 +166,7 @@ func runUntilMoved(t *testing.T, args []string, client *sqs.Client, srcURL, dstU
 // from LOOKUP_URL, with a dynamic path parameter, header and query value,
 // rendered per record at run time.
 func TestRunAWSRunsAnImportedPipeWithDynamicEnrichmentParametersEndToEnd(t *testing.T) {
+	t.Parallel()
 	endpoint := sqstest.Endpoint(t)
 	client := sqstest.Client(t)
 	srcURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 30 * time.Second})
@@ -171,13 +187,7 @@ func TestRunAWSRunsAnImportedPipeWithDynamicEnrichmentParametersEndToEnd(t *test
 		fmt.Fprintf(w, `{"path": %q, "tenant": %q, "key": %q}`, r.URL.EscapedPath(), r.Header.Get("X-Tenant"), r.URL.Query().Get("key"))
 	}))
 	defer lookup.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPIPESTEST")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "pipes-test-secret")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_ACCOUNT_ID", account)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_ENDPOINT_URL_SQS", endpoint)
-	t.Setenv("LOOKUP_URL", lookup.URL+"/customers/*")
+	env := []string{"AWS_ACCOUNT_ID=" + account, "AWS_ENDPOINT_URL_SQS=" + endpoint, "LOOKUP_URL=" + lookup.URL + "/customers/*"}
 	tmpl := `Parameters:
   RootName: {Type: String}
   DoneName: {Type: String}
@@ -211,7 +221,7 @@ Resources:
 	sqstest.SendBodies(t, client, srcURL,
 		`{"id":"c/1","tenant":"acme","key":"k 1"}`,
 		`{"id":"c2","tenant":"umbrella","key":"k2"}`)
-	runUntilMoved(t, []string{"run", "--aws", file, "--param", "RootName=" + srcName, "--param", "DoneName=" + dstName, "--metrics-addr", ""}, client, srcURL, dstURL, 2)
+	runUntilMoved(t, env, []string{"run", "--aws", file, "--param", "RootName=" + srcName, "--param", "DoneName=" + dstName, "--metrics-addr", ""}, client, srcURL, dstURL, 2)
 	var got []string
 	for _, b := range sqstest.DrainBodies(t, client, dstURL) {
 		var v map[string]string

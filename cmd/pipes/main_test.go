@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
-	"github.com/pipesproject/pipes/internal/syncbuf"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -22,16 +23,68 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/sqstest"
+	"github.com/pipesproject/pipes/internal/syncbuf"
 )
 
 // The test binary doubles as the pipes binary: with PIPES_TEST_MAIN=1 it
 // runs the CLI, so tests can start, SIGTERM and SIGKILL real processes.
+//
+// Otherwise it runs the tests, with the default -test.parallel raised to
+// parallelIntegration.
 func TestMain(m *testing.M) {
 	if os.Getenv("PIPES_TEST_MAIN") == "1" {
 		main()
 		return
 	}
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", fmt.Sprint(parallelIntegration)); err != nil {
+			fmt.Fprintln(os.Stderr, "setting -test.parallel:", err)
+			os.Exit(2)
+		}
+	}
 	os.Exit(m.Run())
+}
+
+// parallelIntegration is how many tests of this package that called
+// t.Parallel run at once when -test.parallel is not given. Those tests
+// start the CLI as a child process (startRunner, runCLIProc,
+// runUntilMoved) and spend most of their time waiting on it, on a queue or
+// on a target, so more of them than the machine has cores overlap their
+// waits. Tests that set the environment (t.Setenv) or run the run verb in
+// this process (it sizes GOMAXPROCS and the memory limit, which are the
+// process's) stay serial; serial tests never overlap the parallel ones.
+const parallelIntegration = 4
+
+// childEnv is the environment of a child process of the test binary that
+// runs the CLI: this process's, the fake AWS credentials and region, and
+// then env (later entries win).
+func childEnv(env ...string) []string {
+	return append(append(os.Environ(), "PIPES_TEST_MAIN=1",
+		"AWS_ACCESS_KEY_ID=AKIDPIPESTEST", "AWS_SECRET_ACCESS_KEY=pipes-test-secret", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true"), env...)
+}
+
+// runCLIProc runs the CLI with args in a child process of the test binary
+// with env added to its environment (childEnv), and returns its exit code
+// and output: runCLI for a parallel test, or for the run verb.
+func runCLIProc(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = childEnv(env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatalf("starting pipes %v: %v", args, err)
+	}
+	return code, out.String(), errb.String()
 }
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -167,8 +220,7 @@ func startRunner(t *testing.T, file string, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"run", "--metrics-addr", "", "-f", file}, extra...)
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "PIPES_TEST_MAIN=1",
-		"AWS_ACCESS_KEY_ID=AKIDPIPESTEST", "AWS_SECRET_ACCESS_KEY=pipes-test-secret", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	cmd.Env = childEnv()
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -223,6 +275,7 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 }
 
 func TestKillingTheRunnerAtRandomMomentsLosesNothing(t *testing.T) {
+	t.Parallel()
 	endpoint := sqstest.Endpoint(t)
 	client := sqstest.Client(t)
 	queueURL, dlqURL := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 2 * time.Second, MaxReceiveCount: 20})

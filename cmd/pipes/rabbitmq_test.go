@@ -242,6 +242,7 @@ func checkNothingLost(t *testing.T, target *rabbitTarget, queue, dlq string, bod
 // Relies on: unacked deliveries requeued on connection close; dead-lettering
 // only on basic.nack/reject without requeue (the queue has a DLX).
 func TestRabbitMQKillingTheRunnerMidBatchLosesAndDeadLettersNothing(t *testing.T) {
+	t.Parallel()
 	rabbittest.ManagementURL(t) // skips without it: the queues are counted through the management API
 	amqpURL := rabbittest.URL(t)
 	queue, dlq := queueWithDLQ(t, rabbittest.QueueOptions{})
@@ -282,6 +283,7 @@ func TestRabbitMQKillingTheRunnerMidBatchLosesAndDeadLettersNothing(t *testing.T
 // Relies on: basic.nack with requeue never dead-letters; unacked
 // deliveries requeued on connection close.
 func TestRabbitMQSIGTERMAcksOrRequeuesEverythingAndExitsZero(t *testing.T) {
+	t.Parallel()
 	amqpURL := rabbittest.URL(t)
 	queue, dlq := queueWithDLQ(t, rabbittest.QueueOptions{})
 	bodies := publishBodies(t, queue, 200)
@@ -346,6 +348,7 @@ func TestRabbitMQSIGTERMAcksOrRequeuesEverythingAndExitsZero(t *testing.T) {
 // tags valid only on their channel; a user without permissions on the
 // vhost refused at connection.open.
 func TestRabbitMQConnectionsClosedFromOutsideLoseAndDeadLetterNothing(t *testing.T) {
+	t.Parallel()
 	rabbittest.ManagementURL(t) // skips without it: the connections are closed through the management API
 	rabbittest.URL(t)
 	queue, dlq := queueWithDLQ(t, rabbittest.QueueOptions{})

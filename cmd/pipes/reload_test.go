@@ -83,7 +83,7 @@ func reloadFile(t *testing.T, file, endpoint, qa, qb, target string, va, vb int,
 // validate is refused with the error logged, and the old pipes keep
 // working. --watch does the same without a signal.
 func TestReloadRestartsChangedPipesOnlyAndRefusesInvalidFiles(t *testing.T) {
-	sqsTestEnv(t)
+	t.Parallel() // the runner is a child with the fake AWS environment (startRunner)
 	endpoint := sqstest.Endpoint(t)
 	client := sqstest.Client(t)
 	qa, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})

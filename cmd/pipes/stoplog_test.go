@@ -16,7 +16,7 @@ import (
 // sqs) says how long the stop waits at most: the wait_time left of the
 // poll, which is waited for rather than abandoned.
 func TestTheFirstSignalOnAnIdleSQSPipeSaysHowLongItWaits(t *testing.T) {
-	sqsTestEnv(t)
+	t.Parallel() // the runner is a child with the fake AWS environment (startRunner); the pipe file names the endpoint
 	endpoint := sqstest.Endpoint(t)
 	client := sqstest.Client(t)
 	queueURL, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{})
