@@ -1,10 +1,11 @@
 package pipes_test
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/pipesproject/pipes/internal/testenv"
 )
 
 // fakeAWS is the AWS environment the tests of this package give the AWS
@@ -31,14 +32,9 @@ const parallelIntegration = 6
 // t.Setenv: serial tests never overlap the parallel ones), and raises the
 // default -test.parallel to parallelIntegration.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		if err := flag.Set("test.parallel", fmt.Sprint(parallelIntegration)); err != nil {
-			fmt.Fprintln(os.Stderr, "setting -test.parallel:", err)
-			os.Exit(2)
-		}
+	if err := testenv.DefaultParallel(parallelIntegration); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 	for _, kv := range fakeAWS {
 		if err := os.Setenv(kv[0], kv[1]); err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/pipesproject/pipes/internal/sqstest"
 	"github.com/pipesproject/pipes/internal/syncbuf"
+	"github.com/pipesproject/pipes/internal/testenv"
 )
 
 // The test binary doubles as the pipes binary: with PIPES_TEST_MAIN=1 it
@@ -36,14 +36,9 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		if err := flag.Set("test.parallel", fmt.Sprint(parallelIntegration)); err != nil {
-			fmt.Fprintln(os.Stderr, "setting -test.parallel:", err)
-			os.Exit(2)
-		}
+	if err := testenv.DefaultParallel(parallelIntegration); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
 	os.Exit(m.Run())
 }

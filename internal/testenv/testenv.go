@@ -16,9 +16,11 @@ package testenv
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -127,4 +129,21 @@ func packageDir() string {
 		}
 		dir = parent
 	}
+}
+
+// DefaultParallel sets -test.parallel to n unless the command line gave it,
+// for a TestMain whose parallel tests mostly wait (on a queue, a broker or
+// a child process), so that more of them than the machine has cores
+// overlap their waits. It parses the flags; call it before m.Run.
+func DefaultParallel(n int) error {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if given {
+		return nil
+	}
+	if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+		return fmt.Errorf("setting -test.parallel: %w", err)
+	}
+	return nil
 }
