@@ -506,17 +506,24 @@ Resources:
 // A STANDARD workflow run synchronously (an enrichment, a
 // REQUEST_RESPONSE target: Pipes' default) is imported with a note, since
 // Step Functions refuses StartSyncExecution for it; an EXPRESS one, or a
-// FIRE_AND_FORGET target, gets none.
+// FIRE_AND_FORGET target, gets none. SAM's AWS::Serverless::StateMachine
+// names the kind Type, not StateMachineType.
 func TestAStandardWorkflowRunSynchronouslyIsNoted(t *testing.T) {
+	const cfn, sam = "AWS::StepFunctions::StateMachine", "AWS::Serverless::StateMachine"
 	for _, tt := range []struct {
 		name, kind, role, params string
+		resource                 string
 		noted                    bool
 	}{
-		{"a standard enrichment", "STANDARD", "Enrichment", "", true},
-		{"an enrichment of the default type, standard", "", "Enrichment", "", true},
-		{"an express enrichment", "EXPRESS", "Enrichment", "", false},
-		{"a standard target of the default invocation type", "STANDARD", "Target", "", true},
-		{"a standard fire-and-forget target", "STANDARD", "Target", "StepFunctionStateMachineParameters: {InvocationType: FIRE_AND_FORGET}", false},
+		{"a standard enrichment", "STANDARD", "Enrichment", "", cfn, true},
+		{"an enrichment of the default type, standard", "", "Enrichment", "", cfn, true},
+		{"an express enrichment", "EXPRESS", "Enrichment", "", cfn, false},
+		{"a standard target of the default invocation type", "STANDARD", "Target", "", cfn, true},
+		{"a standard fire-and-forget target", "STANDARD", "Target", "StepFunctionStateMachineParameters: {InvocationType: FIRE_AND_FORGET}", cfn, false},
+		{"a SAM express enrichment", "EXPRESS", "Enrichment", "", sam, false},
+		{"a SAM express target", "EXPRESS", "Target", "", sam, false},
+		{"a SAM standard enrichment", "STANDARD", "Enrichment", "", sam, true},
+		{"a SAM enrichment of the default type, standard", "", "Enrichment", "", sam, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			target := "!GetAtt Q.Arn"
@@ -524,9 +531,13 @@ func TestAStandardWorkflowRunSynchronouslyIsNoted(t *testing.T) {
 			if tt.role == "Target" {
 				target, enrichment = "!Ref Flow", `""`
 			}
+			kindKey := "StateMachineType"
+			if tt.resource == sam {
+				kindKey = "Type"
+			}
 			doc := fmt.Sprintf(`Resources:
   Q: {Type: AWS::SQS::Queue, Properties: {QueueName: q}}
-  Flow: {Type: AWS::StepFunctions::StateMachine, Properties: {StateMachineName: flow, StateMachineType: %q}}
+  Flow: {Type: %s, Properties: {Name: flow, StateMachineName: flow, %s: %q}}
   P:
     Type: AWS::Pipes::Pipe
     Properties:
@@ -534,7 +545,7 @@ func TestAStandardWorkflowRunSynchronouslyIsNoted(t *testing.T) {
       Enrichment: %s
       Target: %s
       TargetParameters: {%s}
-`, tt.kind, enrichment, target, tt.params)
+`, tt.resource, kindKey, tt.kind, enrichment, target, tt.params)
 			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -389,7 +389,13 @@ func (m *mapper) standardWorkflow(e endpoint, path, role string) {
 	if e.res == nil {
 		return
 	}
-	if t := m.r.prop(e.res, "StateMachineType", "Resources."+e.logical); t == "" || t == "STANDARD" {
+	// AWS::StepFunctions::StateMachine names its kind StateMachineType;
+	// SAM's AWS::Serverless::StateMachine names it Type.
+	key := "StateMachineType"
+	if resType(e.res) == "AWS::Serverless::StateMachine" {
+		key = "Type"
+	}
+	if t := m.r.prop(e.res, key, "Resources."+e.logical); t == "" || t == "STANDARD" {
 		m.note(path, "the state machine %s is a STANDARD workflow, which Step Functions does not run synchronously as %s: every call will fail (make it EXPRESS, or use invocation_type: FIRE_AND_FORGET for a target)", e.logical, role)
 	}
 }
