@@ -618,3 +618,48 @@ Resources:
 		})
 	}
 }
+
+// A template or filter pattern made with a !Sub variable is judged by the
+// text it has without its variables: the check of the written pipe leaves
+// a value made with a variable alone (a placeholder until deploy time), so
+// a template over 8192 characters would be written and only refused by
+// validate once the variable is set.
+func TestAnInputOverTheLimitsWithoutItsVariablesIsLeftOut(t *testing.T) {
+	long := strings.Repeat("z", 9000)
+	for _, tt := range []struct {
+		name, params string
+		leftOut      string // "" when the pipe is imported
+	}{
+		{"a target template over 8192 with a variable", `TargetParameters: {InputTemplate: !Sub '{"stage": "${Stage}", "pad": "` + long + `"}'}`, "TargetParameters.InputTemplate: the input template is 9024 characters long without its variables"},
+		{"an enrichment template over 8192 with a variable", `Enrichment: arn:aws:lambda:us-east-1:123456789012:function:f
+      EnrichmentParameters: {InputTemplate: !Sub '{"stage": "${Stage}", "pad": "` + long + `"}'}`, "EnrichmentParameters.InputTemplate: the input template is 9024 characters long without its variables"},
+		{"a template under the limit whose variable may make it longer", `TargetParameters: {InputTemplate: !Sub '{"stage": "${Stage}", "pad": "` + long[:8000] + `"}'}`, ""},
+		{"a pattern over 4096 with a variable", `SourceParameters: {FilterCriteria: {Filters: [{Pattern: !Sub '{"stage": ["${Stage}"], "pad": ["` + long[:5000] + `"]}'}]}}`, "Pattern: the pattern is 5025 characters long as JSON; at most 4096"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := `Parameters: {Stage: {Type: String}}
+Resources:
+  Q: {Type: AWS::SQS::Queue, Properties: {QueueName: q}}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt Q.Arn
+      Target: arn:aws:sns:us-east-1:123456789012:t
+      ` + tt.params + "\n"
+			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := report(res)
+			if tt.leftOut == "" {
+				if len(res.Pipes) != 1 || len(res.LeftOut) != 0 {
+					t.Errorf("want the pipe imported; got %d pipes:\n%s", len(res.Pipes), got)
+				}
+				return
+			}
+			if len(res.Pipes) != 0 || !strings.Contains(got, tt.leftOut) {
+				t.Errorf("want the pipe left out with %q; got %d pipes:\n%s", tt.leftOut, len(res.Pipes), got)
+			}
+		})
+	}
+}

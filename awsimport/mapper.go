@@ -9,10 +9,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/pipesproject/pipes/filter"
+	"github.com/pipesproject/pipes/template"
 )
 
 // mapper converts one pipe definition.
@@ -296,7 +298,7 @@ func (m *mapper) filter(props map[string]any) *omap {
 		path := m.at("SourceParameters", "FilterCriteria", "Filters", fmt.Sprintf("[%d]", i), "Pattern")
 		text := unescape(m.r.str(mapping(f)["Pattern"], path))
 		var compact bytes.Buffer
-		if json.Compact(&compact, []byte(text)) == nil && compact.Len() > filter.MaxPatternLength {
+		if json.Compact(&compact, []byte(withoutVars(text))) == nil && compact.Len() > filter.MaxPatternLength {
 			// Refused before it is made YAML, which a pattern of
 			// megabytes would make slow; validate would refuse it. The
 			// rest of the pipe is still checked, so that every problem
@@ -375,11 +377,51 @@ func (m *mapper) enrichment(props map[string]any) *omap {
 		return nil
 	}
 	if t, ok := ep["InputTemplate"]; ok {
-		if s := m.r.str(t, m.at("EnrichmentParameters", "InputTemplate")); s != "" {
-			o.set("input_template", s)
-		}
+		m.inputTemplate(o, t, m.at("EnrichmentParameters", "InputTemplate"))
 	}
 	return o
+}
+
+// inputTemplate writes the input template t (read at path) into o. A
+// template whose text is over Pipes' limit even with every variable of it
+// empty is refused here: the check of the written pipe does not judge a
+// value made with a variable (it is a placeholder until deploy time), and
+// validate would refuse the pipe once the variables are set.
+func (m *mapper) inputTemplate(o *omap, t any, path string) {
+	s := m.r.str(t, path)
+	if s == "" {
+		return
+	}
+	literal := withoutVars(s)
+	if n := utf8.RuneCountInString(literal); n > template.MaxLen {
+		what := "long"
+		if literal != s {
+			what = "long without its variables"
+		}
+		m.invalid = append(m.invalid, Problem{Path: path, Msg: fmt.Sprintf("the input template is %d characters %s; the limit is %d (Pipes' limit); the pipe is not imported", n, what, template.MaxLen)})
+		return
+	}
+	o.set("input_template", s)
+}
+
+// varRef is a ${NAME} or ${NAME:-default} reference of a pipeline file.
+var varRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}`)
+
+// withoutVars is s with every variable reference taken out and $${ read
+// as the ${ it writes: the shortest text s can expand to, whatever the
+// variables hold.
+func withoutVars(s string) string {
+	if !strings.Contains(s, "${") {
+		return s
+	}
+	var b strings.Builder
+	for i, part := range strings.Split(s, "$${") {
+		if i > 0 {
+			b.WriteString("${")
+		}
+		b.WriteString(varRef.ReplaceAllString(part, ""))
+	}
+	return b.String()
 }
 
 // standardWorkflow notes a state machine of the file that is a STANDARD
@@ -683,9 +725,7 @@ func (m *mapper) target(props map[string]any) *omap {
 		return nil
 	}
 	if t, ok := tp["InputTemplate"]; ok {
-		if s := m.r.str(t, tpath+".InputTemplate"); s != "" {
-			o.set("input_template", s)
-		}
+		m.inputTemplate(o, t, tpath+".InputTemplate")
 	}
 	return o
 }
