@@ -9,9 +9,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,6 +195,73 @@ target: {type: http, url: %s/prod/orders, auth: aws_sigv4, region: eu-west-1, qu
 	})
 	if _, ok := api.counts(); len(ok) != 12 {
 		t.Errorf("the API took %d bodies, want 12", len(ok))
+	}
+}
+
+// An API Gateway enrichment with IAM authorization: each record is one
+// signed call (a dynamic query parameter rendered from it, so the signed
+// query is the record's), and its answer is what reaches the target.
+func TestAnAPIGatewayEnrichmentIsSignedWithSigV4(t *testing.T) {
+	t.Parallel()
+	fakeAWSEnv(t)
+	endpoint := sqstest.Endpoint(t)
+	client := sqstest.Client(t)
+	in, _ := sqstest.CreateQueue(t, client, sqstest.QueueOptions{VisibilityTimeout: 5 * time.Second, MaxReceiveCount: 5})
+	creds := aws.Credentials{AccessKeyID: "AKIDPIPESTEST", SecretAccessKey: "pipes-test-secret"}
+	var mu sync.Mutex
+	signed := map[string]bool{} // the query's id of each signed call
+	gw := httptest.NewServer(fakeaws.SigV4{Creds: creds, Service: "execute-api", Region: "eu-west-1",
+		Next: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/prod/lookup" || !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AKIDPIPESTEST/") {
+				http.Error(w, "not the stage and resource, or unsigned", http.StatusNotFound)
+				return
+			}
+			id := r.URL.Query().Get("id")
+			mu.Lock()
+			signed[id] = true
+			mu.Unlock()
+			_ = json.NewEncoder(w).Encode(map[string]any{"id": id, "enriched": true})
+		})})
+	t.Cleanup(gw.Close)
+	var got []map[string]any
+	tgt := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var batch []map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&batch); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		got = append(got, batch...)
+		mu.Unlock()
+	}))
+	t.Cleanup(tgt.Close)
+	var bodies []string
+	for i := range 6 {
+		bodies = append(bodies, fmt.Sprintf(`{"id":"o-%d"}`, i))
+	}
+	sqstest.SendBodies(t, client, in, bodies...)
+	file := writeFile(t, "pipe.yaml", fmt.Sprintf(`
+name: enrich-apigw
+source: {type: sqs, queue_url: %s, endpoint: %s, region: us-east-1, wait_time: 1s}
+enrichment: {type: http, url: %s/prod/lookup, auth: aws_sigv4, region: eu-west-1, batch: false, query: {id: $.body.id}}
+target: {type: http, url: %s}
+`, in, endpoint, gw.URL, tgt.URL))
+	runPipeFile(t, file, pipe.NewMetrics(nil), "6 enriched records at the target and the source queue empty", func() bool {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		visible, inflight := sqstest.Count(t, client, in)
+		return n >= 6 && visible+inflight == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 6 || len(signed) != 6 {
+		t.Fatalf("the target got %d records and the gateway %d signed ids, want 6 each: %v", len(got), len(signed), got)
+	}
+	for _, rec := range got {
+		if rec["enriched"] != true || !signed[fmt.Sprint(rec["id"])] {
+			t.Errorf("the target got %v, not the signed enrichment's answer", rec)
+		}
 	}
 }
 
