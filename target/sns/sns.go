@@ -154,6 +154,9 @@ func newTarget(cfg Config) (*Target, error) {
 	if err != nil {
 		problems = append(problems, err)
 	}
+	if err := (param.MessageGroup{Group: group, Dedup: dedup}).Check(); err != nil {
+		problems = append(problems, err)
+	}
 	if fifo && cfg.MessageGroupID == "" {
 		problems = append(problems, errors.New("a message group id is required for a FIFO topic"))
 	}

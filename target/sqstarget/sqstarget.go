@@ -167,6 +167,9 @@ func newTarget(cfg Config) (*Target, error) {
 	if err != nil {
 		problems = append(problems, err)
 	}
+	if err := (tparam.MessageGroup{Group: group.Param, Dedup: dedup.Param}).Check(); err != nil {
+		problems = append(problems, err)
+	}
 	if fifo && cfg.MessageGroupID == "" {
 		problems = append(problems, errors.New("a message group id is required for a FIFO queue"))
 	}

@@ -86,8 +86,28 @@ type MessageGroup struct {
 	Kind string
 }
 
+// MaxIDLen is the longest message group id and message deduplication id
+// SQS and SNS take, in characters.
+const MaxIDLen = 128
+
+// Check returns why a constant group or deduplication id can never be
+// sent (longer than MaxIDLen), nil when it can or is a template.
+func (m MessageGroup) Check() error {
+	for _, p := range []struct {
+		name string
+		p    Param
+	}{{"message group id", m.Group}, {"message deduplication id", m.Dedup}} {
+		if p.p.tmpl == nil && len(p.p.text) > MaxIDLen {
+			return fmt.Errorf("the %s is %d characters long; SQS and SNS take at most %d", p.name, len(p.p.text), MaxIDLen)
+		}
+	}
+	return nil
+}
+
 // Render returns ev's group id and deduplication id, "" for none. A group
-// id that renders empty on a FIFO destination is a pipe.Permanent error.
+// id that renders empty on a FIFO destination, and one that renders longer
+// than MaxIDLen (as a deduplication id that does), are pipe.Permanent
+// errors: the destination would refuse them on every attempt.
 func (m MessageGroup) Render(ev *pipe.Event) (group, dedup string, err error) {
 	if !m.Group.Set() && !m.Dedup.Set() {
 		return "", "", nil
@@ -100,5 +120,11 @@ func (m MessageGroup) Render(ev *pipe.Event) (group, dedup string, err error) {
 	if group == "" && m.FIFO {
 		return "", "", pipe.Permanent(fmt.Errorf("message %s: the message group id %q rendered empty; a FIFO %s needs one", ev.ID(), m.Group, m.Kind))
 	}
-	return group, m.Dedup.Render(view, m.Vars), nil
+	dedup = m.Dedup.Render(view, m.Vars)
+	for _, id := range []struct{ name, v string }{{"message group id", group}, {"message deduplication id", dedup}} {
+		if len(id.v) > MaxIDLen {
+			return "", "", pipe.Permanent(fmt.Errorf("message %s: the %s rendered %d characters long; a %s takes at most %d", ev.ID(), id.name, len(id.v), m.Kind, MaxIDLen))
+		}
+	}
+	return group, dedup, nil
 }

@@ -1,6 +1,8 @@
 package param
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/pipesproject/pipes/internal/core"
@@ -105,7 +107,7 @@ func TestMessageGroupRendersTheGroupAndTheDeduplicationID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev.RecordJSON = []byte(`{"c":"payload"}`)
+	ev.RecordJSON = []byte(`{"c":"payload","long":"` + strings.Repeat("g", 129) + `","max":"` + strings.Repeat("g", 128) + `"}`)
 	mustParse := func(s string) Param {
 		p, err := Parse("x", s)
 		if err != nil {
@@ -125,6 +127,11 @@ func TestMessageGroupRendersTheGroupAndTheDeduplicationID(t *testing.T) {
 		{"an empty group on a standard destination is none", MessageGroup{Group: mustParse("$.body.missing"), Kind: "topic"}, "", "", ""},
 		{"an empty group on a FIFO destination fails", MessageGroup{Group: mustParse("$.body.missing"), FIFO: true, Kind: "topic"}, "", "",
 			`message m1: the message group id "<$.body.missing>" rendered empty; a FIFO topic needs one`},
+		{"a group of 128 characters is sent", MessageGroup{Group: mustParse("$.max"), FIFO: true, Kind: "queue"}, strings.Repeat("g", 128), "", ""},
+		{"a group over 128 characters fails", MessageGroup{Group: mustParse("$.long"), FIFO: true, Kind: "queue"}, "", "",
+			"message m1: the message group id rendered 129 characters long; a queue takes at most 128"},
+		{"a deduplication id over 128 characters fails", MessageGroup{Group: mustParse("g"), Dedup: mustParse("$.long"), FIFO: true, Kind: "topic"}, "", "",
+			"message m1: the message deduplication id rendered 129 characters long; a topic takes at most 128"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,5 +161,30 @@ func BenchmarkRenderAPath(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = p.Render(ev, template.Vars{})
+	}
+}
+
+func TestMessageGroupCheckRefusesConstantsSQSWouldRefuse(t *testing.T) {
+	for _, tt := range []struct {
+		group, dedup, wantErr string
+	}{
+		{"orders", "", ""},
+		{strings.Repeat("g", 128), strings.Repeat("d", 128), ""},
+		{strings.Repeat("g", 129), "", "the message group id is 129 characters long; SQS and SNS take at most 128"},
+		{"g", strings.Repeat("d", 200), "the message deduplication id is 200 characters long; SQS and SNS take at most 128"},
+		{"<$.body." + strings.Repeat("x", 200) + ">", "", ""}, // a template is judged per message
+	} {
+		g, err := Parse("group", tt.group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Parse("dedup", tt.dedup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = MessageGroup{Group: g, Dedup: d}.Check()
+		if got := fmt.Sprint(err); (tt.wantErr == "" && err != nil) || (tt.wantErr != "" && got != tt.wantErr) {
+			t.Errorf("Check(%.20q, %.20q) = %v, want %q", tt.group, tt.dedup, err, tt.wantErr)
+		}
 	}
 }
