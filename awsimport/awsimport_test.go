@@ -663,3 +663,49 @@ Resources:
 		})
 	}
 }
+
+// PathParameterValues fill the '*' of an endpoint the file gives, in
+// order; when their count differs the pipe would call a literal '*', so it
+// is left out, named at its PathParameterValues.
+func TestPathParametersThatDoNotMatchTheEndpointLeaveThePipeOut(t *testing.T) {
+	for _, tt := range []struct {
+		name, endpoint, values string
+		wantURL, leftOut       string
+	}{
+		{"as many values as '*'", "https://api.example.com/customers/*/orders/*", `[$.body.c, "o-1"]`, "url: https://api.example.com/customers/<$.body.c>/orders/o-1", ""},
+		{"fewer values than '*'", "https://api.example.com/customers/*/orders/*", `[$.body.c]`, "", "HttpParameters.PathParameterValues: the endpoint has 2 '*' for 1 path parameters"},
+		{"more values than '*'", "https://api.example.com/customers/*", `[a, b]`, "", "HttpParameters.PathParameterValues: the endpoint has 1 '*' for 2 path parameters"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := fmt.Sprintf(`Resources:
+  Q: {Type: AWS::SQS::Queue, Properties: {QueueName: q}}
+  Conn:
+    Type: AWS::Events::Connection
+    Properties: {AuthorizationType: API_KEY, AuthParameters: {ApiKeyAuthParameters: {ApiKeyName: X-Key, ApiKeyValue: secret}}}
+  Dest:
+    Type: AWS::Events::ApiDestination
+    Properties: {ConnectionArn: !GetAtt Conn.Arn, HttpMethod: POST, InvocationEndpoint: %q}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt Q.Arn
+      Target: !GetAtt Dest.Arn
+      TargetParameters: {HttpParameters: {PathParameterValues: %s}}
+`, tt.endpoint, tt.values)
+			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := report(res)
+			if tt.leftOut == "" {
+				if len(res.Pipes) != 1 || !strings.Contains(string(res.YAML), tt.wantURL) {
+					t.Errorf("want the pipe imported with %q; got:\n%s\n%s", tt.wantURL, res.YAML, got)
+				}
+				return
+			}
+			if len(res.Pipes) != 0 || !strings.Contains(got, tt.leftOut) {
+				t.Errorf("want the pipe left out with %q; got %d pipes:\n%s", tt.leftOut, len(res.Pipes), got)
+			}
+		})
+	}
+}

@@ -528,7 +528,9 @@ func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string) {
 			// fill its `*` then, in order, as AWS does; pipes refuses to
 			// start when their count differs.
 		default:
-			m.leftOut(hpath+".PathParameterValues", "the endpoint has %d '*' for %d path parameters, so they are not used", n, len(pathParams))
+			// Written as it is, the pipe would call the endpoint with a
+			// literal '*' (or drop values AWS would send).
+			m.invalid = append(m.invalid, Problem{Path: hpath + ".PathParameterValues", Msg: fmt.Sprintf("the endpoint has %d '*' for %d path parameters (each '*' takes one, in order); the pipe is not imported", n, len(pathParams))})
 			pathParams = nil
 		}
 	}
