@@ -234,6 +234,8 @@ logging:
 		Charts         []struct {
 			Chart          string
 			Points, Canvas int
+			// Nonnull counts each series' measured (not null) values.
+			Nonnull map[string]int
 		}
 		Readout, Window string
 		Flow            []struct {
@@ -281,12 +283,32 @@ logging:
 	}
 	checks = append(checks, dashboardChecks(found.Overflow, found.Health.Word, found.Health.Level, found.Health.RowMarked,
 		found.VisibleColumns, found.Summary, found.Readout, found.Window, found.FailuresTotal, found.GroupOpen)...)
+	// Each chart is drawn with measured values, not just timestamps: every
+	// rate and the concurrency at each of at least 5 samples, the depths
+	// read at least once (on opening the overview; then every 30 s), the
+	// latency of at least one interval with a batch.
+	least := map[string]map[string]int{
+		"rates":       {"received": 5, "delivered": 5, "filtered": 5, "failed": 5, "deadLettered": 5},
+		"depths":      {"queue": 1, "dlq": 1},
+		"concurrency": {"concurrency": 5, "inFlight": 5},
+		"latency":     {"p50Ms": 1, "p99Ms": 1},
+	}
+	charts := map[string]bool{}
 	for _, c := range found.Charts {
+		charts[c.Chart] = true
+		ok := c.Canvas > 0 && c.Points >= 5 && len(least[c.Chart]) > 0
+		for series, n := range least[c.Chart] {
+			ok = ok && c.Nonnull[series] >= n
+		}
 		checks = append(checks, struct {
 			what string
 			ok   bool
-		}{"the " + c.Chart + " chart is drawn with data points", c.Canvas > 0 && c.Points >= 5})
+		}{fmt.Sprintf("the %s chart is drawn with measured values (at least %v)", c.Chart, least[c.Chart]), ok})
 	}
+	checks = append(checks, struct {
+		what string
+		ok   bool
+	}{"the four charts are there", len(charts) == len(least)})
 	// Every bad message failed at the target twice (maxReceiveCount 2):
 	// one kind, counted 6 times, its ids normalised, its example linked.
 	groupsOK := len(found.Groups) == 1 && found.Groups[0].Count == 2*len(bad) && found.Groups[0].Stage == "target" &&

@@ -137,9 +137,17 @@ try {
   step("the detail view: flow, charts with data points and a hover readout, grouped failures");
   await page.click(`th a[href="/pipes/${name}"]`);
   await page.waitForURL(`**/pipes/${name}`);
-  await page.waitForFunction(() => Number(document.querySelector('[data-chart="rates"] .plot')?.getAttribute("data-points") || 0) >= 5);
+  // Measured values, not timestamps: every rate has at least 5, and the
+  // depths at least one reading each (the first was read when the
+  // overview was opened; then at most every 30 s).
+  await page.waitForFunction(() => {
+    const drawn = (chart) => JSON.parse(document.querySelector(`[data-chart="${chart}"] .plot`)?.getAttribute("data-nonnull") || "{}");
+    const rates = drawn("rates"), depths = drawn("depths");
+    return rates.received >= 5 && Object.values(rates).every((n) => n >= 5) && depths.queue >= 1 && depths.dlq >= 1;
+  }, null, { timeout: 45000 });
   found.charts = await page.evaluate(() => [...document.querySelectorAll("[data-chart]")].map((f) => ({
     chart: f.getAttribute("data-chart"), points: Number(f.querySelector(".plot").getAttribute("data-points") || 0),
+    nonnull: JSON.parse(f.querySelector(".plot").getAttribute("data-nonnull") || "{}"),
     canvas: f.querySelectorAll("canvas").length,
   })));
   const plot = page.locator('[data-chart="rates"] .u-over');
