@@ -1,6 +1,8 @@
 package pipe
 
 import (
+	"bytes"
+	"encoding/json"
 	"time"
 
 	"github.com/pipesproject/pipes/internal/core"
@@ -24,16 +26,82 @@ func (p *Pipe) tapped(t core.Tap, stage, id, detail, sample string) {
 	t.Tapped(e)
 }
 
-// tapPayloads tells t of the payloads of events at stage.
+// tapPayloads tells t of the payloads of events at stage, without the
+// message's lease (withoutLease).
 func (p *Pipe) tapPayloads(t core.Tap, stage string, events []*Event) {
 	for _, ev := range events {
 		sample := ""
 		if p.opt.IncludeExecutionData {
-			b := ev.PayloadBytes()
+			b := withoutLease(ev.PayloadBytes(), ev.Message.ReceiptHandle)
 			sample = string(b[:min(len(b), core.SampleLimit+4)])
 		}
 		p.tapped(t, stage, ev.ID(), "", sample)
 	}
+}
+
+// leaseMasked stands in the tail's samples for a receipt handle found
+// elsewhere than the record's own member.
+const leaseMasked = "xxxxx"
+
+// withoutLease is payload for the live tail: an SQS record without its
+// "receiptHandle" member (the message's lease: whoever holds it may
+// delete the message or change its visibility), and the handle masked
+// wherever else it appears (an input template that copied it). A
+// RabbitMQ delivery tag is no lease outside its channel and stays. The
+// member is looked for among the first members that begin within the
+// sample's bytes; payload is not changed (a copy is returned when
+// something was taken out).
+func withoutLease(payload []byte, handle string) []byte {
+	if handle == "" || !bytes.Contains(payload, []byte(handle)) {
+		return payload
+	}
+	out := payload
+	if start, end, ok := memberSpan(payload, "receiptHandle", core.SampleLimit+4); ok {
+		out = append(append(make([]byte, 0, len(payload)-(end-start)), payload[:start]...), payload[end:]...)
+	}
+	if bytes.Contains(out, []byte(handle)) {
+		out = bytes.ReplaceAll(out, []byte(handle), []byte(leaseMasked))
+	}
+	return out
+}
+
+// memberSpan finds the top-level member named key of the JSON object b,
+// among the members that begin before limit, and returns the bytes to cut
+// to drop it: with the comma before it, or, when it is the first member,
+// the comma after it. ok is false when b is not an object or the member
+// is not found there.
+func memberSpan(b []byte, key string, limit int) (start, end int, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return 0, 0, false
+	}
+	for first := true; dec.More(); first = false {
+		at := int(dec.InputOffset()) // after '{', or after the last value (before its comma)
+		if at > limit {
+			return 0, 0, false
+		}
+		k, err := dec.Token()
+		if err != nil {
+			return 0, 0, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return 0, 0, false
+		}
+		if name, _ := k.(string); name != key {
+			continue
+		}
+		end := int(dec.InputOffset())
+		if first {
+			// `{"key":v, "next"…`: the comma after goes with it.
+			rest := bytes.TrimLeft(b[end:], " \t\r\n")
+			if len(rest) > 0 && rest[0] == ',' {
+				end = len(b) - len(rest) + 1
+			}
+		}
+		return at, end, true
+	}
+	return 0, 0, false
 }
 
 // tapOutcomes tells the tap, if anyone watches, how each message of a

@@ -119,3 +119,70 @@ func TestATapSeesEachMessagePassTheStages(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+func TestTheTapsTargetSampleCarriesNoReceiptHandle(t *testing.T) {
+	ctx := context.Background()
+	q, err := memory.NewBroker().Queue("tap", memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Send(ctx, memory.SendInput{Body: `{"kind":"order"}`}); err != nil {
+		t.Fatal(err)
+	}
+	var handles []string
+	var mu sync.Mutex
+	target := pipe.TargetFunc(func(_ context.Context, evs []*pipe.Event) (pipe.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ev := range evs {
+			handles = append(handles, ev.Message.ReceiptHandle)
+			if !strings.Contains(string(ev.PayloadBytes()), `"receiptHandle"`) {
+				t.Errorf("the target's own input lost its receiptHandle: %s", ev.PayloadBytes())
+			}
+		}
+		return pipe.Result{}, nil
+	})
+	p, err := pipe.New(pipe.Options{Name: "tap", Source: q, Target: target, IncludeExecutionData: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := &tapper{}
+	tp.on.Store(true)
+	p.SetObserver(tp)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(rctx) }()
+	for settled := false; !settled; {
+		time.Sleep(10 * time.Millisecond)
+		tp.watcher.mu.Lock()
+		settled = tp.delivered > 0
+		tp.watcher.mu.Unlock()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(handles) == 0 || handles[0] == "" {
+		t.Fatalf("the memory queue gave no receipt handle: %q", handles)
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	seen := false
+	for _, e := range tp.events {
+		if e.Stage != core.TapTarget {
+			continue
+		}
+		seen = true
+		if strings.Contains(e.Sample, "receiptHandle") || strings.Contains(e.Sample, handles[0]) {
+			t.Errorf("the target's sample shows the lease: %s", e.Sample)
+		}
+		if !strings.Contains(e.Sample, `"messageId"`) || !strings.Contains(e.Sample, `kind`) {
+			t.Errorf("the target's sample lost the record: %s", e.Sample)
+		}
+	}
+	if !seen {
+		t.Fatal("no target event tapped")
+	}
+}

@@ -20,7 +20,8 @@ type Health struct {
 	// draining) or bad (failing, circuit open, not ready).
 	Level string `json:"level"`
 	// Word says it: healthy, failing, circuit open, not ready, DLQ
-	// growing, paused, starting, draining (joined by ", " when several).
+	// growing (a dead letter, or the DLQ's depth rising, in the last 5
+	// minutes), paused, starting, draining (joined by ", " when several).
 	Word string `json:"word"`
 	// Since is when the trouble began, as far as the last 15 minutes
 	// tell (null when healthy).
@@ -51,7 +52,10 @@ func healthOf(v PipeView, r *Recorder, rs stats, every time.Duration, now time.T
 	if h.RecentFailed > 0 && v.State != "circuit open" {
 		bad("failing")
 	}
-	if h.RecentDeadLettered > 0 {
+	// The DLQ grows by pipes' own dead letters, or, seen in its depth,
+	// by the broker's redrive policy or another producer.
+	rising, risingAt := r.dlqRising(now, recentWindow)
+	if h.RecentDeadLettered > 0 || rising {
 		warn("DLQ growing")
 	}
 	if len(words) == 0 {
@@ -62,7 +66,37 @@ func healthOf(v PipeView, r *Recorder, rs stats, every time.Duration, now time.T
 	if h.RecentFailed > 0 || h.RecentDeadLettered > 0 {
 		h.Since = troubleSince(rs.series, every, now)
 	}
+	if rising && (h.Since == nil || risingAt.Before(*h.Since)) {
+		at := risingAt.Truncate(time.Second)
+		h.Since = &at
+	}
 	return h
+}
+
+// dlqRising reports whether the dead-letter queue's depth, in the samples
+// of the last window that read it, rose: the last reading is above the
+// lowest one before it (a redrive that emptied it and new dead letters
+// after count as rising; a steady or falling depth does not). at is the
+// first sample after that lowest reading whose depth was above it. A pipe
+// whose DLQ depth is not known never rises.
+func (r *Recorder) dlqRising(now time.Time, window time.Duration) (rising bool, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	low, last := int64(-1), int64(-1)
+	for i := range r.samples {
+		s := r.samples[(r.first+i)%len(r.samples)]
+		if !s.at.After(now.Add(-window)) || s.dlq < 0 {
+			continue
+		}
+		switch {
+		case low < 0 || s.dlq < low:
+			low, at = s.dlq, time.Time{}
+		case s.dlq > low && at.IsZero():
+			at = s.at
+		}
+		last = s.dlq
+	}
+	return last > low && low >= 0, at
 }
 
 // troubleSince is when the failures or dead letters of the last samples

@@ -1,9 +1,16 @@
 package ui_test
 
 import (
+	"context"
+	"errors"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/pipe"
+	"github.com/pipesproject/pipes/source/memory"
 	"github.com/pipesproject/pipes/ui"
 )
 
@@ -87,5 +94,82 @@ func TestTheDashboardCountsFailuresFlowAndSeries(t *testing.T) {
 		if !strings.Contains(overview, want) {
 			t.Errorf("the overview lacks %s", want)
 		}
+	}
+}
+
+// TestTheFlowSaysWhereMessagesStop runs a pipe on a memory queue whose
+// target refuses every message (a partial answer failing each item), with
+// a dead-letter queue: the flow marks the target as where messages stop,
+// and no other step.
+func TestTheFlowSaysWhereMessagesStop(t *testing.T) {
+	b := memory.NewBroker()
+	q, err := b.Queue("orders", memory.Options{WaitTime: 50 * time.Millisecond, VisibilityTimeout: 100 * time.Millisecond,
+		MaxReceiveCount: 2, DeadLetterQueue: "orders-dlq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refuseAll := pipe.TargetFunc(func(_ context.Context, events []*pipe.Event) (pipe.Result, error) {
+		var res pipe.Result
+		for _, ev := range events {
+			res.Failures = append(res.Failures, pipe.ItemFailure{ID: ev.ID(), Err: errors.New("target refused it")})
+		}
+		return res, nil
+	})
+	p, err := pipe.New(pipe.Options{Name: "orders", Source: q, Target: refuseAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := ui.NewRecorder(100*time.Millisecond, nil)
+	p.SetObserver(rec)
+	spec := config.Pipe{Name: "orders", Source: config.Source{Type: "memory", QueueName: "orders",
+		RedrivePolicy: &config.RedrivePolicy{MaxReceiveCount: 2, DeadLetterQueue: "orders-dlq"}}}
+	depths, _ := ui.Queues(spec, b, nil)
+	srv, err := ui.New(ui.Config{Addr: "127.0.0.1:0", SampleEvery: 100 * time.Millisecond,
+		Pipes: []ui.Pipe{{Control: p, Recorder: rec, Settings: ui.Settings(spec), Depths: depths}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for _, body := range []string{`{"n":1}`, `{"n":2}`, `{"n":3}`} {
+		if _, err := q.Send(context.Background(), memory.SendInput{Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var d ui.DetailView
+	eventually(t, "the 3 messages dead-lettered", func() bool {
+		getJSON(t, hs.URL+"/api/pipes/orders", &d)
+		return d.Totals.DeadLettered == 3
+	})
+	steps := map[string]ui.Step{}
+	for _, s := range d.Flow.Steps {
+		steps[s.Name] = s
+		if s.Stop != (s.Name == "target") {
+			t.Errorf("step %s: stop %v (want messages to stop at the target only)", s.Name, s.Stop)
+		}
+	}
+	if s := steps["target"]; s.In != 6 || s.Stopped != 6 || s.Why == "" {
+		t.Errorf("the target step = %+v, want 6 in (3 messages, 2 receives each), 6 stopped, and why", s)
+	}
+	if s := steps["delivered"]; s.In != 0 {
+		t.Errorf("the delivered step = %+v, want 0", s)
+	}
+	if s := steps["dead-letter"]; s.In != 3 {
+		t.Errorf("the dead-letter step = %+v, want 3", s)
+	}
+	if d.Health.Level != "bad" || !strings.Contains(d.Health.Word, "failing") {
+		t.Errorf("health %+v, want bad: failing", d.Health)
+	}
+	page := fetch(t, hs.URL+"/pipes/orders")
+	if !strings.Contains(page, `stop" data-step="target"`) {
+		t.Errorf("the detail page does not mark the target's step as where messages stop:\n%s", page)
 	}
 }

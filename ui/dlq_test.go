@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +30,8 @@ import (
 )
 
 // opsFixture is the status page of an sqs pipe (not running) whose target
-// has a secret header, with its live tail on.
+// has a secret header, with its live tail on (with execution data; see
+// newOpsFixtureWith).
 type opsFixture struct {
 	hs       *httptest.Server
 	rec      *ui.Recorder
@@ -37,6 +42,13 @@ type opsFixture struct {
 const opsSecret = "Bearer ops-SECRET-77"
 
 func newOpsFixture(t *testing.T) *opsFixture {
+	t.Helper()
+	return newOpsFixtureWith(t, true)
+}
+
+// newOpsFixtureWith is newOpsFixture with the pipe's
+// logging.include_execution_data set to execData.
+func newOpsFixtureWith(t *testing.T, execData bool) *opsFixture {
 	t.Helper()
 	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "AKIDPIPESTEST", "AWS_SECRET_ACCESS_KEY": "pipes-test-secret", "AWS_EC2_METADATA_DISABLED": "true"} {
 		t.Setenv(k, v)
@@ -57,8 +69,8 @@ target:
     Authorization: ${API_TOKEN}
 logging:
   level: error
-  include_execution_data: true
-`, src, sqstest.Endpoint(t))
+  include_execution_data: %t
+`, src, sqstest.Endpoint(t), execData)
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +88,7 @@ logging:
 	depths, redriver := ui.Queues(specs[0], nil, nil)
 	srv, err := ui.New(ui.Config{Addr: "127.0.0.1:0", Token: "tok", DepthEvery: time.Second,
 		Pipes: []ui.Pipe{{Control: built[0], Recorder: rec, Settings: ui.Settings(specs[0]), Scrub: scrub,
-			Depths: depths, Redriver: redriver, ExecutionData: true, Tail: true}}})
+			Depths: depths, Redriver: redriver, ExecutionData: execData, Tail: execData}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +194,81 @@ func TestTheDLQBrowserListsAndRedrivesASelection(t *testing.T) {
 			t.Errorf("the source queue holds %q, want the one message selected", got)
 		}
 	})
+}
+
+// TestTheDLQBrowserShowsNoBodyWithoutExecutionData lists the dead-letter
+// queue of a pipe whose logging.include_execution_data is off: the
+// messages, their deliveries and reasons are listed, their bodies are not
+// (neither in the API nor on the page).
+func TestTheDLQBrowserShowsNoBodyWithoutExecutionData(t *testing.T) {
+	f := newOpsFixtureWith(t, false)
+	f.putDeadLetters(t, 2)
+	var list ui.DLQView
+	getJSON(t, f.hs.URL+"/api/pipes/ops/dlq", &list)
+	if len(list.Messages) != 2 || list.Error != "" || list.ExecutionData {
+		t.Fatalf("listed %+v, want 2 messages and executionData false", list)
+	}
+	for _, m := range list.Messages {
+		if m.Preview != "" || !strings.Contains(m.Reason, "at target: ClientError") || m.Size == 0 {
+			t.Errorf("message %+v: want its reason and size, no preview", m)
+		}
+	}
+	raw := fetch(t, f.hs.URL+"/api/pipes/ops/dlq")
+	page := fetch(t, f.hs.URL+"/pipes/ops/dlq")
+	for what, body := range map[string]string{"/api/pipes/ops/dlq": raw, "the DLQ page": page} {
+		if strings.Contains(body, `order`) || strings.Contains(body, `"preview"`) {
+			t.Errorf("%s shows a body:\n%s", what, body)
+		}
+		f.noSecret(t, what, body)
+	}
+	if !strings.Contains(page, `name="id" value="`+list.Messages[0].ID+`"`) {
+		t.Error("the page lists no message to select")
+	}
+}
+
+// TestTheDLQPagesRedriveAllMovesEveryMessage posts the DLQ page's form
+// as a browser does (its CSRF cookie and field, the token) with "Redrive
+// all": every message goes back to the source queue. It runs on
+// local-aws-sqs (.ci/sqs), relying on its approximate counts being exact
+// on an idle queue.
+func TestTheDLQPagesRedriveAllMovesEveryMessage(t *testing.T) {
+	f := newOpsFixture(t)
+	f.putDeadLetters(t, 3)
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	page := fetchWith(t, browser, f.hs.URL+"/pipes/ops/dlq")
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]{32})"`).FindStringSubmatch(page)
+	if m == nil || !strings.Contains(page, `name="scope" value="all"`) {
+		t.Fatalf("no form with the CSRF field and Redrive all in\n%s", page)
+	}
+	post := func(form url.Values) *http.Response {
+		t.Helper()
+		res, err := browser.PostForm(f.hs.URL+"/pipes/ops/dlq/redrive", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res
+	}
+	if res := post(url.Values{"csrf": {m[1]}, "token": {"wrong"}, "scope": {"all"}, "rate": {"0"}}); res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a wrong token: %s, want 401", res.Status)
+	}
+	res := post(url.Values{"csrf": {m[1]}, "token": {"tok"}, "scope": {"all"}, "rate": {"0"}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/pipes/ops/dlq?done=redrive" {
+		t.Fatalf("redrive all: %s to %q, want 303 to the DLQ page", res.Status, res.Header.Get("Location"))
+	}
+	eventually(t, "the redrive done", func() bool {
+		var v ui.PipeView
+		getJSON(t, f.hs.URL+"/api/pipes/ops", &v)
+		return v.Redrive != nil && v.Redrive.State == "done" && v.Redrive.Moved == 3
+	})
+	if v, inflight := sqstest.CountReleased(t, f.client, f.dlq, 5*time.Second); v != 0 || inflight != 0 {
+		t.Errorf("the dead-letter queue shows %d visible, %d in flight, want it empty", v, inflight)
+	}
+	if got := sqstest.DrainBodies(t, f.client, f.src); len(got) != 3 {
+		t.Errorf("the source queue holds %q, want the 3 messages", got)
+	}
 }
 
 // TestTheLiveTailIsMaskedRateLimitedAndHoldsNothingUnwatched opens the

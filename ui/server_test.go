@@ -534,6 +534,9 @@ target:
 	if !strings.Contains(v.Reason, "127.0.0.1:1") {
 		t.Fatalf("reason %q does not say what failed", v.Reason)
 	}
+	if v.Health.Level != "bad" || v.Health.Word != "not ready" {
+		t.Errorf("health %+v, want bad: not ready", v.Health)
+	}
 	if page := fetch(t, hs.URL+"/"); !strings.Contains(page, `data-state="not ready"`) {
 		t.Fatal("the overview does not show the state")
 	}
@@ -709,6 +712,11 @@ func TestTheStateShowsDrainingAndTheOpenCircuit(t *testing.T) {
 	if page := fetch(t, hs.URL+"/"); !strings.Contains(page, `data-state="circuit open">circuit open</span>`) {
 		t.Errorf("the overview does not name the state in words:\n%s", page)
 	}
+	// Its health is bad, in the state's word (not "failing" too: the
+	// open circuit says it).
+	if d.Health.Level != "bad" || d.Health.Word != "circuit open" {
+		t.Errorf("health %+v, want bad: circuit open", d.Health)
+	}
 	eventually(t, "the 3 slow batches at the target", func() bool { return slow.Status().InFlight == 3 })
 	stopSlow()
 	var v ui.PipeView
@@ -718,5 +726,13 @@ func TestTheStateShowsDrainingAndTheOpenCircuit(t *testing.T) {
 	})
 	if v.Concurrency.InFlight != 3 || v.Actions.Pause {
 		t.Fatalf("a draining pipe: %+v (its 3 batches of one message in flight, no pause offered)", v)
+	}
+	if v.Health.Level != "warn" || v.Health.Word != "draining" {
+		t.Errorf("health %+v, want warn: draining", v.Health)
+	}
+	var all struct{ Summary ui.Summary }
+	getJSON(t, hs.URL+"/api/pipes", &all)
+	if all.Summary.Pipes != 2 || all.Summary.Unhealthy != 1 {
+		t.Errorf("summary %+v, want 2 pipes, 1 unhealthy (the open circuit; draining is a warning)", all.Summary)
 	}
 }

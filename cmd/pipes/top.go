@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,9 +35,12 @@ func newTopCmd(stdin io.Reader, stdout io.Writer) *cobra.Command {
 every --interval and shows one row per pipe: its state and circuit, the
 messages received, delivered, filtered, failed and dead-lettered per second,
 the failures since start, the queue's and the dead-letter queue's depths, the
-oldest message's age and the concurrency. The table follows the terminal's
-size: when it is narrow, the rightmost columns go first. Over SSH, run it on
-the host of the page, or point --url at it.
+oldest message's age and the concurrency. A pipe the page calls unhealthy is
+marked with the page's word and since when ("! failing since 12:01:25").
+The table follows the terminal's size: when it is narrow, the rightmost
+columns go first; when the pipes outnumber its rows, the unhealthy are
+shown first and a last line counts the rest ("+3 more"). Over SSH, run it
+on the host of the page, or point --url at it.
 
 Off loopback the page needs its token: pipes top sends $PIPES_UI_TOKEN as a
 Bearer token (it is never printed). q or Ctrl-C quits.`,
@@ -257,18 +261,74 @@ func fit(s string, w int, right bool) string {
 	return s + pad
 }
 
-// unhealthy says why a pipe wants a look ("" when it does not).
-func unhealthy(p ui.PipeView) string {
-	switch {
-	case p.State == "not ready" || p.State == "circuit open" || p.State == "draining":
-		return p.State
-	case p.Rates.Failed > 0:
-		return "failing"
-	case p.Rates.DeadLettered > 0:
-		return "dead-lettering"
-	}
-	return ""
+// topMark is why a pipe wants a look, as its row's mark says it.
+type topMark struct {
+	level string // bad or warn ("" when healthy)
+	word  string // the page's health word: failing, circuit open, …
+	since time.Time
 }
+
+// markOf reads the pipe's health as the page computes it (/api/pipes'
+// health: its word, level and since). A page without health (an older
+// pipes) is judged from the last sample's rates.
+func markOf(p ui.PipeView) topMark {
+	h := p.Health
+	switch {
+	case h.Level == "ok":
+		return topMark{}
+	case h.Level != "":
+		m := topMark{level: h.Level, word: h.Word}
+		if h.Since != nil {
+			m.since = *h.Since
+		}
+		return m
+	}
+	switch {
+	case p.State == "not ready" || p.State == "circuit open":
+		return topMark{level: "bad", word: p.State}
+	case p.Rates.Failed > 0:
+		return topMark{level: "bad", word: "failing"}
+	case p.State == "draining":
+		return topMark{level: "warn", word: p.State}
+	case p.Rates.DeadLettered > 0:
+		return topMark{level: "warn", word: "DLQ growing"}
+	}
+	return topMark{}
+}
+
+// texts are the mark's forms, longest first: with the clock time (UTC)
+// the trouble began, with its age at now, the word alone.
+func (m topMark) texts(now time.Time) []string {
+	short := "! " + m.word
+	if m.since.IsZero() {
+		return []string{short}
+	}
+	age := max(now.Sub(m.since), 0).Round(time.Second)
+	return []string{
+		short + " since " + m.since.UTC().Format("15:04:05"),
+		short + " (" + age.String() + ")",
+		short,
+	}
+}
+
+// rank orders the marks: bad first, then warn, then healthy.
+func (m topMark) rank() int {
+	switch m.level {
+	case "bad":
+		return 0
+	case "warn":
+		return 1
+	}
+	return 2
+}
+
+// topCoreColumns is how many of topColumns come before the mark: the
+// columns after them give way to the mark's since. The core columns leave
+// at most topMarkRoom cells for it.
+const (
+	topCoreColumns = 6
+	topMarkRoom    = 17
+)
 
 // View implements tea.Model.
 func (m *topModel) View() string {
@@ -276,27 +336,44 @@ func (m *topModel) View() string {
 	if width <= 0 {
 		width = 80
 	}
+	now := m.at
+	if now.IsZero() {
+		now = time.Now()
+	}
 	var b strings.Builder
 	title := fmt.Sprintf("pipes top · %s · %d pipe(s)", m.client.shown, len(m.pipes))
 	if !m.at.IsZero() {
 		title += " · " + m.at.UTC().Format("15:04:05 UTC")
 	}
 	b.WriteString(fit(title, width, false) + "\n")
+
+	shown, more := m.shown()
+	marks := make([]topMark, len(shown))
+	shortest, longest := 0, 0 // the widest mark in its shortest and its longest form
+	for i, p := range shown {
+		marks[i] = markOf(p)
+		if marks[i].level == "" {
+			continue
+		}
+		ts := marks[i].texts(now)
+		longest = max(longest, 1+len([]rune(ts[0])))
+		shortest = max(shortest, 1+len([]rune(ts[len(ts)-1])))
+	}
 	nameW := 4
-	for _, p := range m.pipes {
+	for _, p := range shown {
 		nameW = max(nameW, len([]rune(p.Name)))
 	}
 	nameW = min(nameW, max(8, width/3))
 	cols := []topColumn{}
 	used := nameW
-	for _, p := range m.pipes {
-		if why := unhealthy(p); why != "" {
-			used += 3 + len("dead-lettering") // room for the mark after the row
-			break
+	for i, c := range topColumns() {
+		// The core columns leave room for a short mark (a long one is
+		// cut); the others give way to the whole mark.
+		room := min(shortest, topMarkRoom)
+		if i >= topCoreColumns {
+			room = longest
 		}
-	}
-	for _, c := range topColumns() {
-		if used+1+c.width > width {
+		if used+1+c.width+room > width {
 			break
 		}
 		cols = append(cols, c)
@@ -307,18 +384,31 @@ func (m *topModel) View() string {
 		head += " " + fit(c.title, c.width, c.right)
 	}
 	b.WriteString(topHeader.Render(fit(head, width, false)) + "\n")
-	for _, p := range m.pipes {
+	for i, p := range shown {
 		row := fit(p.Name, nameW, false)
 		for _, c := range cols {
 			row += " " + fit(c.cell(p), c.width, c.right)
 		}
-		switch why := unhealthy(p); {
-		case why == "circuit open" || why == "not ready" || why == "failing":
-			row = topBad.Render(row) + " " + topBad.Render("! "+why)
-		case why != "":
-			row = topWarn.Render(row) + " " + topWarn.Render("! "+why)
+		if mk := marks[i]; mk.level != "" {
+			left := width - len([]rune(row)) - 1
+			ts := mk.texts(now)
+			text := fit(ts[len(ts)-1], max(left, 0), false)
+			for _, t := range ts {
+				if len([]rune(t)) <= left {
+					text = t
+					break
+				}
+			}
+			style := topWarn
+			if mk.level == "bad" {
+				style = topBad
+			}
+			row = style.Render(row) + " " + style.Render(strings.TrimRight(text, " "))
 		}
 		b.WriteString(row + "\n")
+	}
+	if more > 0 {
+		b.WriteString(topDim.Render(fit(fmt.Sprintf("+%d more", more), width, false)) + "\n")
 	}
 	if len(m.pipes) == 0 && m.err == nil {
 		b.WriteString(topDim.Render("reading…") + "\n")
@@ -328,4 +418,25 @@ func (m *topModel) View() string {
 	}
 	b.WriteString(topDim.Render(fit("rates per second over the page's last sample · q quits", width, false)))
 	return b.String()
+}
+
+// shown are the pipes that fit the terminal's height, and how many do
+// not: all of them in the page's order when they fit, else the unhealthy
+// first (bad, then warn, each in the page's order), leaving a line for
+// "+N more".
+func (m *topModel) shown() ([]ui.PipeView, int) {
+	if m.height <= 0 {
+		return m.pipes, 0
+	}
+	rows := m.height - 3 // the title, the header, the footer
+	if m.err != nil {
+		rows--
+	}
+	if len(m.pipes) <= rows {
+		return m.pipes, 0
+	}
+	rows = max(rows-1, 0) // the "+N more" line
+	ps := slices.Clone(m.pipes)
+	slices.SortStableFunc(ps, func(a, b ui.PipeView) int { return markOf(a).rank() - markOf(b).rank() })
+	return ps[:rows], len(ps) - rows
 }

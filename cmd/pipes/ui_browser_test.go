@@ -150,6 +150,23 @@ logging:
 `, queueURL, endpoint, target.URL)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A second pipe with a long name (40 characters) whose source cannot
+	// be reached: the overview still fits, with its reason.
+	down := filepath.Join(t.TempDir(), "down.yaml")
+	if err := os.WriteFile(down, []byte(`
+name: `+longPipeName+`
+source:
+  type: sqs
+  queue_url: http://127.0.0.1:1/000000000000/notifications
+  endpoint: http://127.0.0.1:1
+  region: us-east-1
+target:
+  type: stdout
+logging:
+  level: error
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	const token, targetKey = "ui-token-for-the-test", "Bearer target-key-never-shown"
 	t.Setenv("PIPES_UI_TOKEN", token)
 	t.Setenv("PIPES_TEST_TARGET_KEY", targetKey)
@@ -157,7 +174,7 @@ logging:
 	sqstest.SendBodies(t, client, queueURL, append([]string{`{"order":1}`, `{"order":2}`}, bad...)...)
 
 	// Sampled every second, the charts have their points in seconds.
-	p := startRunner(t, file, "--ui", "127.0.0.1:0", "--ui-sample-interval", "1s")
+	p := startRunner(t, file, "-f", down, "--ui", "127.0.0.1:0", "--ui-sample-interval", "1s")
 	m := regexp.MustCompile(`msg="serving the status page" addr=(\S+)`).FindStringSubmatch(p.stderr.String())
 	if m == nil {
 		t.Fatalf("no status page address in the log:\n%s", p.stderr)
@@ -205,7 +222,8 @@ logging:
 
 	artifacts := artifactsDir(t)
 	cmd := exec.Command(node, "../../test/browser/status_page.mjs")
-	cmd.Env = append(os.Environ(), "PIPES_UI_URL="+base, "PIPES_PIPE=orders", fmt.Sprintf("PIPES_DLQ_COUNT=%d", len(bad)),
+	cmd.Env = append(os.Environ(), "PIPES_UI_URL="+base, "PIPES_PIPE=orders", "PIPES_DOWN_PIPE="+longPipeName,
+		fmt.Sprintf("PIPES_DLQ_COUNT=%d", len(bad)),
 		"PIPES_ARTIFACTS="+artifacts, "PIPES_PLAYWRIGHT="+playwright, "PIPES_CHROMIUM="+chromiumPath)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -216,7 +234,11 @@ logging:
 	var found struct {
 		ReceivedBefore, ReceivedAfter float64
 		State                         string
-		A11y                          struct {
+		Down                          struct {
+			State, Word, Level, Reason string
+			Names                      map[string]int // the long name's lines, by viewport width
+		}
+		A11y struct {
 			Problems      []string
 			WorstContrast float64
 		}
@@ -234,6 +256,8 @@ logging:
 		Charts         []struct {
 			Chart          string
 			Points, Canvas int
+			// Nonnull counts each series' measured (not null) values.
+			Nonnull map[string]int
 		}
 		Readout, Window string
 		Flow            []struct {
@@ -278,15 +302,38 @@ logging:
 		{"pausing shows the pipe paused", found.Pause == "paused"},
 		{"resuming shows it running", found.Resume == "running"},
 		{"no CSP violation or script error", len(found.CSPErrors) == 0},
+		{"the unreachable pipe is not ready, in red, with its reason", found.Down.State == "not ready" && found.Down.Word == "not ready" &&
+			found.Down.Level == "bad" && strings.Contains(found.Down.Reason, "127.0.0.1:1")},
+		{"the long name is on one line at 1280 px (on a phone it may wrap after a hyphen: overflow's brokenNames)", found.Down.Names["1280"] == 1},
 	}
 	checks = append(checks, dashboardChecks(found.Overflow, found.Health.Word, found.Health.Level, found.Health.RowMarked,
 		found.VisibleColumns, found.Summary, found.Readout, found.Window, found.FailuresTotal, found.GroupOpen)...)
+	// Each chart is drawn with measured values, not just timestamps: every
+	// rate and the concurrency at each of at least 5 samples, the depths
+	// read at least once (on opening the overview; then every 30 s), the
+	// latency of at least one interval with a batch.
+	least := map[string]map[string]int{
+		"rates":       {"received": 5, "delivered": 5, "filtered": 5, "failed": 5, "deadLettered": 5},
+		"depths":      {"queue": 1, "dlq": 1},
+		"concurrency": {"concurrency": 5, "inFlight": 5},
+		"latency":     {"p50Ms": 1, "p99Ms": 1},
+	}
+	charts := map[string]bool{}
 	for _, c := range found.Charts {
+		charts[c.Chart] = true
+		ok := c.Canvas > 0 && c.Points >= 5 && len(least[c.Chart]) > 0
+		for series, n := range least[c.Chart] {
+			ok = ok && c.Nonnull[series] >= n
+		}
 		checks = append(checks, struct {
 			what string
 			ok   bool
-		}{"the " + c.Chart + " chart is drawn with data points", c.Canvas > 0 && c.Points >= 5})
+		}{fmt.Sprintf("the %s chart is drawn with measured values (at least %v)", c.Chart, least[c.Chart]), ok})
 	}
+	checks = append(checks, struct {
+		what string
+		ok   bool
+	}{"the four charts are there", len(charts) == len(least)})
 	// Every bad message failed at the target twice (maxReceiveCount 2):
 	// one kind, counted 6 times, its ids normalised, its example linked.
 	groupsOK := len(found.Groups) == 1 && found.Groups[0].Count == 2*len(bad) && found.Groups[0].Stage == "target" &&
@@ -359,6 +406,10 @@ logging:
 	}
 }
 
+// longPipeName is the status page browser test's second pipe: 40
+// characters, that the overview shows unbroken.
+const longPipeName = "customer-notifications-eu-west-1-replica"
+
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
@@ -393,7 +444,8 @@ func dashboardChecks(overflow map[string]struct {
 	out = append(out,
 		check{"every column of the overview is in view at 1280 px", slices.Equal(columns, want)},
 		check{"the failing pipe says so, in red, its row marked", strings.Contains(word, "failing") && level == "bad" && rowMarked},
-		check{"the summary counts the failures", summary["totals.failed"] == fmt.Sprint(failuresTotal) && summary["pipes"] == "1"},
+		check{"the summary counts the failures and both pipes, both unhealthy", summary["totals.failed"] == fmt.Sprint(failuresTotal) &&
+			summary["pipes"] == "2" && summary["unhealthy"] == "2"},
 		check{"the hover readout names the series with units", strings.Contains(readout, "received") && strings.Contains(readout, "msg/s")},
 		check{"the charts say their window", strings.Contains(window, "sampl") || strings.Contains(window, "15 minutes")},
 		check{"a group's full error opens", groupOpen},

@@ -130,6 +130,8 @@ logging:
 		{"the list again holds the others, not the one moved", found.ListedAfter == len(bad)-1 && !found.PickedStill},
 		{"the tail follows a record through the filter to the target", len(tail) >= 3 && tail[0] == "received" && tail[1] == "filter passed" && tail[2] == "target"},
 		{"the tail's receive has the record's sample", len(found.Tail) > 0 && strings.Contains(found.Tail[0].Sample, `"kind":"order"`)},
+		{"the tail's target sample is the record without its receipt handle", len(found.Tail) > 2 &&
+			strings.Contains(found.Tail[2].Sample, `"messageId"`) && !strings.Contains(found.Tail[2].Sample, "receiptHandle")},
 		{"no accessibility problem", len(found.A11y.Problems) == 0 && found.A11y.WorstContrast >= 4.5},
 		{"no CSP violation or script error", len(found.CSPErrors) == 0},
 	}
@@ -145,6 +147,12 @@ logging:
 		if st, err := os.Stat(filepath.Join(artifacts, f)); err != nil || st.Size() == 0 {
 			t.Errorf("screenshot %s: %v", f, err)
 		}
+	}
+	if dst := os.Getenv("PIPES_UPDATE_SCREENSHOT"); dst != "" {
+		// The README shows the DLQ browser and the live tail beside the
+		// status page's pictures (TestStatusPageInABrowser).
+		copyFile(t, filepath.Join(artifacts, "dlq.png"), strings.TrimSuffix(dst, ".png")+"-dlq.png")
+		copyFile(t, filepath.Join(artifacts, "tail.png"), strings.TrimSuffix(dst, ".png")+"-tail.png")
 	}
 	// Neither the pages nor the tail's stream serve the target's key.
 	for _, path := range []string{"/pipes/orders/dlq", "/api/pipes/orders/dlq", "/pipes/orders/tail"} {
@@ -167,6 +175,9 @@ logging:
 		for sc.Scan() {
 			if strings.Contains(sc.Text(), "target-key-never-shown") {
 				t.Errorf("the tail streams the target's key: %s", sc.Text())
+			}
+			if strings.Contains(sc.Text(), "receiptHandle") {
+				t.Errorf("the tail streams a receipt handle: %s", sc.Text())
 			}
 			if strings.HasPrefix(sc.Text(), "data: ") {
 				events++

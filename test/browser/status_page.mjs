@@ -5,6 +5,7 @@
 //   PIPES_UI_URL     the page's base URL
 //   PIPES_UI_TOKEN   the token of its actions
 //   PIPES_PIPE       the pipe's name
+//   PIPES_DOWN_PIPE  a second pipe (a long name) whose source is down
 //   PIPES_DLQ_COUNT  how many messages its dead-letter queue holds
 //   PIPES_ARTIFACTS  the folder for screenshots
 //   PIPES_PLAYWRIGHT the package.json of .ci/browser
@@ -24,6 +25,7 @@ const env = (k) => {
 const base = env("PIPES_UI_URL");
 const token = env("PIPES_UI_TOKEN");
 const name = env("PIPES_PIPE");
+const downName = env("PIPES_DOWN_PIPE");
 const dlqCount = Number(env("PIPES_DLQ_COUNT"));
 const artifacts = env("PIPES_ARTIFACTS");
 const require = createRequire(env("PIPES_PLAYWRIGHT"));
@@ -34,11 +36,28 @@ const step = (s) => process.stderr.write(`step: ${s}\n`);
 const shot = async (page, file, opts = {}) => page.screenshot({ path: join(artifacts, file), ...opts });
 
 // overflow runs in the page: how far it scrolls sideways, and the pipe
-// names broken over two lines.
-const overflow = () => ({
-  scroll: document.documentElement.scrollWidth - window.innerWidth,
-  brokenNames: [...document.querySelectorAll("table.pipes th.name a")].filter((a) => a.getClientRects().length > 1).map((a) => a.textContent),
-});
+// names broken mid-word (a line of the name that ends other than after a
+// "-", "_" or "."; on a phone a long name may wrap after its hyphens).
+const overflow = () => {
+  const brokenMidWord = (a) => {
+    const text = a.firstChild;
+    if (!text || text.nodeType !== 3) return false;
+    const r = document.createRange();
+    let top = null;
+    for (let i = 0; i < text.length; i++) {
+      r.setStart(text, i);
+      r.setEnd(text, i + 1);
+      const t = r.getBoundingClientRect().top;
+      if (top !== null && t > top + 1 && !/[-_.]/.test(text.data[i - 1])) return true;
+      top = t;
+    }
+    return false;
+  };
+  return {
+    scroll: document.documentElement.scrollWidth - window.innerWidth,
+    brokenNames: [...document.querySelectorAll("table.pipes th.name a")].filter(brokenMidWord).map((a) => a.textContent),
+  };
+};
 found.overflow = {};
 async function fits(page, where) {
   found.overflow[where] = await page.evaluate(overflow);
@@ -122,6 +141,16 @@ try {
     .map((e) => [e.getAttribute("data-field"), e.textContent.trim()])));
   found.visibleColumns = await page.evaluate(() => [...document.querySelectorAll("table.pipes thead th")]
     .filter((th) => th.getBoundingClientRect().right <= window.innerWidth).map((th) => th.textContent.trim()));
+  step("the pipe whose source is down is not ready, with its reason, and its long name unbroken");
+  const down = page.locator(`tr[data-pipe="${downName}"]`);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.trim() === "not ready",
+    `tr[data-pipe="${downName}"] [data-field="state"]`);
+  const downBadge = down.locator('[data-field="health.word"]');
+  // lines counts the rectangles of the name's link: 1 when on one line.
+  const lines = () => down.locator("th.name a").evaluate((a) => a.getClientRects().length);
+  found.down = { state: (await down.locator('[data-field="state"]').textContent()).trim(),
+    word: (await downBadge.textContent()).trim(), level: await downBadge.getAttribute("data-level"),
+    reason: (await down.locator('[data-field="reason"]').textContent()).trim(), names: { 1280: await lines() } };
   await shot(page, "overview.png");
 
   step("accessibility: labels, semantic tables, contrast");
@@ -130,6 +159,7 @@ try {
   step("readable on a phone: one card per pipe, nothing scrolls sideways");
   await page.setViewportSize({ width: 390, height: 844 });
   await fits(page, "overview 390");
+  found.down.names[390] = await lines();
   found.phoneOverflow = found.overflow["overview 390"].scroll;
   await shot(page, "overview-phone.png", { fullPage: true });
   await page.setViewportSize({ width: 1280, height: 800 });
@@ -137,9 +167,17 @@ try {
   step("the detail view: flow, charts with data points and a hover readout, grouped failures");
   await page.click(`th a[href="/pipes/${name}"]`);
   await page.waitForURL(`**/pipes/${name}`);
-  await page.waitForFunction(() => Number(document.querySelector('[data-chart="rates"] .plot')?.getAttribute("data-points") || 0) >= 5);
+  // Measured values, not timestamps: every rate has at least 5, and the
+  // depths at least one reading each (the first was read when the
+  // overview was opened; then at most every 30 s).
+  await page.waitForFunction(() => {
+    const drawn = (chart) => JSON.parse(document.querySelector(`[data-chart="${chart}"] .plot`)?.getAttribute("data-nonnull") || "{}");
+    const rates = drawn("rates"), depths = drawn("depths");
+    return rates.received >= 5 && Object.values(rates).every((n) => n >= 5) && depths.queue >= 1 && depths.dlq >= 1;
+  }, null, { timeout: 45000 });
   found.charts = await page.evaluate(() => [...document.querySelectorAll("[data-chart]")].map((f) => ({
     chart: f.getAttribute("data-chart"), points: Number(f.querySelector(".plot").getAttribute("data-points") || 0),
+    nonnull: JSON.parse(f.querySelector(".plot").getAttribute("data-nonnull") || "{}"),
     canvas: f.querySelectorAll("canvas").length,
   })));
   const plot = page.locator('[data-chart="rates"] .u-over');

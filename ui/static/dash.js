@@ -170,6 +170,12 @@
     charts.forEach(function (c) {
       c.u.setData([t].concat(c.def.keys.map(function (k) { return d[k] || []; })));
       c.plot.setAttribute("data-points", String(t.length));
+      // The values drawn (not null: measured) of each series, by key.
+      var drawn = {};
+      c.def.keys.forEach(function (k, i) {
+        drawn[k] = (c.u.data[i + 1] || []).filter(function (v) { return v !== null && v !== undefined; }).length;
+      });
+      c.plot.setAttribute("data-nonnull", JSON.stringify(drawn));
     });
     section.setAttribute("data-samples", String(t.length));
   }
