@@ -57,3 +57,45 @@ func repeat(v int64, n int) []int64 {
 	}
 	return out
 }
+
+// A pipe whose trouble is its state (circuit open, not ready, paused…)
+// dates it from the first sample that saw that state; a state that changes
+// dates anew, and a return to running says no since.
+func TestATroubledStateIsDatedFromTheSampleThatFirstSawIt(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 12, 0, 0, 0, time.UTC)
+	const every = 10 * time.Second
+	cases := []struct {
+		name   string
+		states []State // at each sample, every 10 s
+		word   string
+		since  int // the sample that began it; -1: none
+	}{
+		{"not ready from the start", []State{NotReady, NotReady, NotReady}, "not ready", 0},
+		{"the circuit opened at the third sample", []State{Running, Running, CircuitOpen, CircuitOpen}, "circuit open", 2},
+		{"not ready, then the circuit open: dated by the open circuit", []State{NotReady, NotReady, CircuitOpen}, "circuit open", 2},
+		{"paused a while", []State{Running, Paused, Paused}, "paused", 1},
+		{"running again", []State{CircuitOpen, Running}, "healthy", -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRecorder(every, nil)
+			var now time.Time
+			for i, st := range tc.states {
+				now = t0.Add(time.Duration(i) * every)
+				r.noteState(now, st)
+				r.sample(now, unknownGauges(), nil)
+			}
+			last := tc.states[len(tc.states)-1]
+			h := healthOf(PipeView{State: last.String()}, r, r.stats(), every, now)
+			if h.Word != tc.word {
+				t.Fatalf("health %+v, want %q", h, tc.word)
+			}
+			switch {
+			case tc.since < 0 && h.Since != nil:
+				t.Errorf("since %v, want none", h.Since)
+			case tc.since >= 0 && (h.Since == nil || !h.Since.Equal(t0.Add(time.Duration(tc.since)*every))):
+				t.Errorf("since %v, want sample %d (%v)", h.Since, tc.since, t0.Add(time.Duration(tc.since)*every))
+			}
+		})
+	}
+}

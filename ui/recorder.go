@@ -48,6 +48,12 @@ type Recorder struct {
 	// at the last sample (series.go).
 	buckets   []uint64
 	lastCount uint64
+	// state is the pipe's state at the last sample and stateSince the
+	// sample it was first seen at, since when it has held: the health's
+	// since for a pipe whose trouble is its state (circuit open, not
+	// ready, …).
+	state      State
+	stateSince time.Time
 }
 
 var (
@@ -200,6 +206,27 @@ func (r *Recorder) sample(now time.Time, g gauges, hist latencyHistogram) {
 	}
 	r.samples[r.first] = s
 	r.first = (r.first + 1) % len(r.samples)
+}
+
+// noteState records the pipe's state at the sample taken now.
+func (r *Recorder) noteState(now time.Time, st State) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stateSince.IsZero() || st != r.state {
+		r.state, r.stateSince = st, now
+	}
+}
+
+// stateHeldSince is since when the pipe has been in state st, as far as
+// the samples tell; zero when the last sample saw another state (or none
+// was taken).
+func (r *Recorder) stateHeldSince(st State) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stateSince.IsZero() || r.state != st {
+		return time.Time{}
+	}
+	return r.stateSince
 }
 
 // Failures returns the kept failures, newest first.

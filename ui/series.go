@@ -210,6 +210,7 @@ func (p *pipeState) sample(now time.Time) {
 	g := unknownGauges()
 	st := p.Control.Status()
 	g.concurrency, g.inFlight = st.Concurrency, st.InFlight
+	p.Recorder.noteState(now, StateOf(st))
 	p.mu.Lock()
 	if p.depths != nil && p.depthsAt.After(p.sampledAt) {
 		if q := p.depths.Queue; q != nil {

@@ -537,6 +537,16 @@ target:
 	if v.Health.Level != "bad" || v.Health.Word != "not ready" {
 		t.Errorf("health %+v, want bad: not ready", v.Health)
 	}
+	// Since when: the first sample that saw it not ready (the server
+	// samples once started).
+	addr, err := srv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the not-ready health dated", func() bool {
+		getJSON(t, "http://"+addr+"/api/pipes/down", &v)
+		return v.Health.Since != nil && !v.Health.Since.After(time.Now())
+	})
 	if page := fetch(t, hs.URL+"/"); !strings.Contains(page, `data-state="not ready"`) {
 		t.Fatal("the overview does not show the state")
 	}
@@ -717,6 +727,14 @@ func TestTheStateShowsDrainingAndTheOpenCircuit(t *testing.T) {
 	if d.Health.Level != "bad" || d.Health.Word != "circuit open" {
 		t.Errorf("health %+v, want bad: circuit open", d.Health)
 	}
+	addr, err := srv.Start() // the server samples once started
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the open circuit's health dated", func() bool {
+		getJSON(t, "http://"+addr+"/api/pipes/down", &d)
+		return d.Health.Since != nil && !d.Health.Since.After(time.Now())
+	})
 	eventually(t, "the 3 slow batches at the target", func() bool { return slow.Status().InFlight == 3 })
 	stopSlow()
 	var v ui.PipeView
