@@ -60,6 +60,11 @@ type DLQMessage struct {
 	// taken out; "" when pipes did not write it (the queue's redrive
 	// policy or the broker moved it).
 	Reason string `json:"reason,omitempty"`
+	// LastFailure is, when Reason is "", the last failure pipes saw of a
+	// message of the same id in its source ("at target: … (06:50:19
+	// UTC)"), from the pipe's last 50 failures: the queue's redrive
+	// policy keeps the message id, so this is most often why it was moved.
+	LastFailure string `json:"lastFailure,omitempty"`
 	// Preview is the start of the body, only when the pipe's logging
 	// includes execution data, secrets taken out.
 	Preview string `json:"preview,omitempty"`
@@ -169,6 +174,11 @@ func (s *Server) dlqMessage(p *pipeState, m redrive.View, now time.Time) DLQMess
 		reason = append(reason, msg)
 	}
 	out.Reason = p.Scrub(strings.Join(reason, ": "))
+	if out.Reason == "" && p.Recorder != nil {
+		if f, ok := p.Recorder.lastFailureOf(m.ID); ok {
+			out.LastFailure = fmt.Sprintf("at %s: %s (%s UTC)", f.Stage, f.Error, f.At.UTC().Format(time.TimeOnly))
+		}
+	}
 	if p.ExecutionData {
 		out.Preview = p.Scrub(preview(m.Body))
 	}

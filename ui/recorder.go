@@ -229,6 +229,22 @@ func (r *Recorder) stateHeldSince(st State) time.Time {
 	return r.stateSince
 }
 
+// lastFailureOf is the newest kept failure of the message id, if any.
+// Its error has the pipe's secrets taken out already.
+func (r *Recorder) lastFailureOf(id string) (Failure, bool) {
+	if id == "" {
+		return Failure{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for seq := r.next; seq > r.next-int64(len(r.failures)); seq-- {
+		if f := r.failures[(seq-1)%MaxFailures]; f.MessageID == id {
+			return f, true
+		}
+	}
+	return Failure{}, false
+}
+
 // Failures returns the kept failures, newest first.
 func (r *Recorder) Failures() []Failure {
 	r.mu.Lock()

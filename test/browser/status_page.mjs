@@ -53,8 +53,16 @@ const overflow = () => {
     }
     return false;
   };
+  // spill is how far a table reaches past main's content box (into its
+  // padding, before the page itself scrolls).
+  const main = document.querySelector("main");
+  const edge = main.getBoundingClientRect().right - parseFloat(getComputedStyle(main).paddingRight);
+  const tables = [...document.querySelectorAll("main table")];
+  const spill = Math.max(0, ...tables.map((t) => t.getBoundingClientRect().right - edge));
   return {
     scroll: document.documentElement.scrollWidth - window.innerWidth,
+    spill,
+    spilling: tables.filter((t) => t.getBoundingClientRect().right - edge > 1).map((t) => t.className + ": " + (t.caption?.textContent.trim() ?? "")),
     brokenNames: [...document.querySelectorAll("table.pipes th.name a")].filter(brokenMidWord).map((a) => a.textContent),
   };
 };

@@ -75,9 +75,10 @@
     return d.toISOString().substring(11, 19) + " UTC";
   }
 
-  function cell(tr, text, cls) {
+  function cell(tr, text, cls, label) {
     var td = document.createElement("td");
     if (cls) td.className = cls;
+    if (label) td.setAttribute("data-label", label); // a phone's card
     td.textContent = text;
     tr.appendChild(td);
     return td;
@@ -100,16 +101,17 @@
     data.failures.forEach(function (f) {
       var tr = document.createElement("tr");
       var td = document.createElement("td");
+      td.setAttribute("data-label", "#");
       var a = document.createElement("a");
       a.href = base + f.seq;
       a.textContent = String(f.seq);
       td.appendChild(a);
       tr.appendChild(td);
-      cell(tr, time(f.at));
-      cell(tr, f.messageId, "id");
-      cell(tr, f.stage);
-      cell(tr, String(f.attempts), "num");
-      cell(tr, f.error, "err");
+      cell(tr, time(f.at), "", "Time");
+      cell(tr, f.messageId, "id", "Message id");
+      cell(tr, f.stage, "", "Stage");
+      cell(tr, String(f.attempts), "num", "Attempts");
+      cell(tr, f.error, "err", "Error");
       tbody.appendChild(tr);
     });
   }
