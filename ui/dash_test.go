@@ -3,6 +3,7 @@ package ui_test
 import (
 	"context"
 	"errors"
+	"html"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -85,7 +86,7 @@ func TestTheDashboardCountsFailuresFlowAndSeries(t *testing.T) {
 	page := fetch(t, f.http.URL+"/pipes/orders")
 	for _, want := range []string{`data-chart="rates"`, `data-step="target"`, `data-groups=`, `<details><summary>`,
 		`/static/vendor/uPlot.iife.min.js`, `pipes_target_duration_seconds_bucket{pipe="orders"}`} {
-		if !strings.Contains(page, want) {
+		if !strings.Contains(html.UnescapeString(page), want) {
 			t.Errorf("the detail page lacks %s", want)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -97,6 +98,11 @@ type Config struct {
 	// depths (default and at most 30 s); they are read only while the page
 	// or the API is requested.
 	DepthEvery time.Duration
+	// PrometheusURL, when set, is the Prometheus server that scrapes
+	// these pipes (http://prometheus:9090): the page links each pipe's
+	// queries to its expression browser for history beyond 15 minutes.
+	// It must hold no credentials (the page shows it).
+	PrometheusURL string
 }
 
 // Server serves the status page. Create it with New, start it with Start
@@ -109,6 +115,7 @@ type Server struct {
 	byName   map[string]*pipeState
 	tmpl     *template.Template
 	loopback bool
+	prom     *url.URL // Config.PrometheusURL; nil: none
 
 	ctx    context.Context // cancelled by Close: depth reads, redrives
 	cancel context.CancelFunc
@@ -173,7 +180,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing the status page templates: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, tmpl: tmpl, loopback: loop, byName: map[string]*pipeState{}}
+	prom, err := parsePrometheusURL(cfg.PrometheusURL)
+	if err != nil {
+		return nil, fmt.Errorf("status page: %w", err)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, tmpl: tmpl, loopback: loop, byName: map[string]*pipeState{}, prom: prom}
 	for _, p := range cfg.Pipes {
 		if err := s.Put(p); err != nil {
 			return nil, err

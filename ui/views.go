@@ -99,6 +99,9 @@ type DetailView struct {
 	Groups []Group `json:"groups"`
 	// Flow is the path of its messages with the counts of each stage.
 	Flow Flow `json:"flow"`
+	// Prometheus are the queries of its metrics for longer history,
+	// linked to Config.PrometheusURL's expression browser when set.
+	Prometheus []PromQuery `json:"prometheus"`
 }
 
 // view builds p's row.
@@ -147,7 +150,8 @@ func (s *Server) view(p *pipeState) (PipeView, stats) {
 func (s *Server) detail(p *pipeState) DetailView {
 	v, rs := s.view(p)
 	d := DetailView{PipeView: v, Settings: p.Settings, ExecutionData: p.ExecutionData,
-		Failures: p.Recorder.Failures(), FailuresTotal: rs.failures, Groups: groupsOf(p), Flow: flowOf(p, v, time.Now())}
+		Failures: p.Recorder.Failures(), FailuresTotal: rs.failures, Groups: groupsOf(p), Flow: flowOf(p, v, time.Now()),
+		Prometheus: promQueries(s.prom, p.name)}
 	d.Scaling = Scaling{Concurrency: v.Concurrency.Current}
 	switch {
 	case v.Circuit == "open":

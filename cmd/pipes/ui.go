@@ -24,12 +24,14 @@ type uiFlags struct {
 	token  string
 	sample time.Duration // --ui-sample-interval
 	tail   bool
+	prom   string // --ui-prometheus
 }
 
 func (f *uiFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.addr, "ui", "", `serve the live status page on this address, e.g. 127.0.0.1:8080 ("": off); a non-loopback address needs a token`)
 	fl.BoolVar(&f.tail, "ui-tail", false, "offer the status page's live tail (sampled messages at each stage, as Server-Sent Events) for the pipes whose logging.include_execution_data is on")
 	fl.StringVar(&f.token, "ui-token", "", "the secret the status page's actions (redrive, pause, resume) ask for; default $"+envUIToken+"; without one, actions are off")
+	fl.StringVar(&f.prom, "ui-prometheus", "", "the Prometheus server that scrapes these pipes, e.g. http://prometheus:9090: the status page links each pipe's queries to its expression browser for history beyond 15 minutes")
 	fl.DurationVar(&f.sample, "ui-sample-interval", 5*time.Second, "how often the status page samples the pipes for its rates and 15-minute charts, 1s to 1m (each pipe keeps 15 minutes of samples)")
 }
 
@@ -59,7 +61,7 @@ func startUI(f uiFlags, specs []config.Pipe, built []*pipe.Pipe, env pipes.Env, 
 		return nil, usageErr(fmt.Errorf("--ui-sample-interval %s: give 1s to 1m", f.sample))
 	}
 	sp := &statusPage{env: env, log: log, recs: map[string]*ui.Recorder{}, every: f.sample, tail: f.tail}
-	cfg := ui.Config{Addr: f.addr, Token: token, Logger: log.With("component", "ui"), SampleEvery: f.sample}
+	cfg := ui.Config{Addr: f.addr, Token: token, Logger: log.With("component", "ui"), SampleEvery: f.sample, PrometheusURL: f.prom}
 	for i, p := range built {
 		cfg.Pipes = append(cfg.Pipes, sp.pipeOf(specs[i], p))
 	}

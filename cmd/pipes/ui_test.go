@@ -23,6 +23,9 @@ func TestTheStatusPageFlags(t *testing.T) {
 		{"a sample interval under 1s is a usage error", []string{"--ui", "127.0.0.1:0", "--ui-sample-interval", "100ms"}, "", 2, "--ui-sample-interval 100ms: give 1s to 1m"},
 		{"a sample interval over 1m is a usage error", []string{"--ui", "127.0.0.1:0", "--ui-sample-interval", "2m"}, "", 2, "--ui-sample-interval 2m0s: give 1s to 1m"},
 		{"a sample interval of 1s starts", []string{"--ui", "127.0.0.1:0", "--ui-sample-interval", "1s"}, "", 0, "actions=false"},
+		{"a Prometheus URL starts", []string{"--ui", "127.0.0.1:0", "--ui-prometheus", "http://prometheus:9090"}, "", 0, "actions=false"},
+		{"a Prometheus URL with credentials is a usage error, which does not show them", []string{"--ui", "127.0.0.1:0", "--ui-prometheus", "http://admin:tok-flag-value@prometheus:9090"}, "", 2, "--ui: status page: the Prometheus URL must not hold credentials"},
+		{"a Prometheus URL without a scheme is a usage error", []string{"--ui", "127.0.0.1:0", "--ui-prometheus", "prometheus:9090"}, "", 2, "the Prometheus URL must be an http or https URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("PIPES_UI_TOKEN", tc.envToken)
