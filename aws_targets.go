@@ -204,7 +204,7 @@ func checkAWSTarget(s config.Pipe, field string, t config.Target) config.Errors 
 	offline := &aws.Config{Region: "us-east-1"}
 	_, err := buildAWSTarget(context.Background(), s, t, &Env{Metrics: pipe.NewMetrics(nil), Logger: slog.New(slog.DiscardHandler)}, false, offline)
 	if err != nil {
-		return config.Errors{&config.Error{Pos: t.Pos, Field: field, Msg: err.Error()}}
+		return located(err, field, t.Pos, t.KeyPos)
 	}
 	return nil
 }

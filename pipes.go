@@ -35,6 +35,7 @@ import (
 	"github.com/pipesproject/pipes/budget"
 	"github.com/pipesproject/pipes/config"
 	"github.com/pipesproject/pipes/filter"
+	"github.com/pipesproject/pipes/internal/keyerr"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/retry"
 	"github.com/pipesproject/pipes/source"
@@ -228,20 +229,20 @@ func (r *Registry) Check(specs []config.Pipe) error {
 		if s.Target.Type == "http" {
 			// Catches bad placeholders in the url, query and headers; no I/O.
 			if t, err := newHTTPTarget(context.Background(), s, &Env{Logger: slog.New(slog.DiscardHandler)}); err != nil {
-				errs = append(errs, &config.Error{Pos: s.Target.Pos, Field: "target", Msg: err.Error()})
+				errs = append(errs, located(err, "target", s.Target.Pos, s.Target.KeyPos)...)
 			} else if c, ok := t.(interface{ Close(context.Context) error }); ok {
 				_ = c.Close(context.Background())
 			}
 		}
 		if s.Source.Type == "rabbitmq" {
 			if _, err := newRabbitSource(context.Background(), s, &Env{Logger: slog.New(slog.DiscardHandler)}); err != nil {
-				errs = append(errs, &config.Error{Pos: s.Source.Pos, Field: "source", Msg: err.Error()})
+				errs = append(errs, located(err, "source", s.Source.Pos, nil)...)
 			}
 		}
 		if s.Target.Type == "rabbitmq" {
 			// Catches bad routing key and header templates; no I/O.
 			if _, err := rabbitTargetOf(s, s.Target, &Env{Logger: slog.New(slog.DiscardHandler)}); err != nil {
-				errs = append(errs, &config.Error{Pos: s.Target.Pos, Field: "target", Msg: err.Error()})
+				errs = append(errs, located(err, "target", s.Target.Pos, s.Target.KeyPos)...)
 			}
 		}
 		if dl := s.DeadLetter; dl != nil {
@@ -257,6 +258,23 @@ func (r *Registry) Check(specs []config.Pipe) error {
 		return errs
 	}
 	return nil
+}
+
+// located is what building a block (field: "target", "dead_letter",
+// "enrichment", "source") returned as config.Errors: one a problem, each
+// line of a message on several lines its own (keyerr.Split), at the key
+// the problem is about when the constructor said which (keyerr.Error;
+// keys says where the file writes it), else at the block.
+func located(err error, field string, block config.Pos, keys config.KeyPos) config.Errors {
+	var errs config.Errors
+	for _, p := range keyerr.Split(err) {
+		e := &config.Error{Pos: block, Field: field, Msg: p.Msg}
+		if p.Key != "" {
+			e.Pos, e.Field = keys.At(p.Key, block), field+"."+p.Key
+		}
+		errs = append(errs, e)
+	}
+	return errs
 }
 
 func keys[V any](m map[string]V) string {
@@ -443,7 +461,7 @@ func newMemorySource(ctx context.Context, s config.Pipe, env *Env) (source.Sourc
 func newHTTPTarget(ctx context.Context, s config.Pipe, env *Env) (pipe.Target, error) {
 	sign, err := sigv4Sign(ctx, s.Target.Auth, s.Target.Region, s.Target.URL, nil)
 	if err != nil {
-		return nil, err
+		return nil, keyerr.New("auth", err)
 	}
 	return httptarget.New(httptarget.Config{
 		Sign:               sign,

@@ -95,7 +95,7 @@ func templateVars(s config.Pipe) template.Vars {
 func checkEnrichment(e *config.Enrichment) config.Errors {
 	var errs config.Errors
 	bad := func(field, msg string) {
-		errs = append(errs, &config.Error{Pos: e.Pos, Field: "enrichment." + field, Msg: msg})
+		errs = append(errs, &config.Error{Pos: e.KeyPos.At(field, e.Pos), Field: "enrichment." + field, Msg: msg})
 	}
 	badAt := func(span config.Span, field string, err error) {
 		errs = append(errs, &config.Error{Pos: inside(span, e.Pos, err), Field: "enrichment." + field, Msg: err.Error()})
@@ -119,7 +119,7 @@ func checkEnrichment(e *config.Enrichment) config.Errors {
 	switch e.Type {
 	case "http":
 		if _, err := enrich.NewHTTP(httpEnrichmentConfig(e, tmpl, template.Vars{}, nil)); err != nil {
-			bad("url", err.Error())
+			errs = append(errs, located(err, "enrichment", e.Pos, e.KeyPos)...)
 		}
 		if _, err := sigv4Sign(context.Background(), e.Auth, e.Region, e.URL, nil); err != nil {
 			bad("auth", err.Error())

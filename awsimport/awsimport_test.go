@@ -709,3 +709,75 @@ func TestPathParametersThatDoNotMatchTheEndpointLeaveThePipeOut(t *testing.T) {
 		})
 	}
 }
+
+// A pipe that validate refuses for one of its target's or enrichment's
+// parameters is left out at the parameter of the input it was made from,
+// not at the Target or Enrichment.
+func TestAParameterThatDoesNotValidateIsLeftOutAtItsInputPath(t *testing.T) {
+	const src = `"Source": "arn:aws:sqs:us-east-1:123456789012:in", `
+	const hook = `"arn:aws:events:us-east-1:123456789012:api-destination/hook/0a1b2c3d"`
+	for _, tc := range []struct {
+		name, input string
+		want        []string
+	}{
+		{
+			"a kinesis partition key",
+			`{"Name": "p", ` + src + `"Target": "arn:aws:kinesis:us-east-1:123456789012:stream/s", "TargetParameters": {"KinesisStreamParameters": {"PartitionKey": "$.body."}}}`,
+			[]string{"TargetParameters.KinesisStreamParameters.PartitionKey: the imported target.partition_key does not validate: partition key"},
+		},
+		{
+			"a log stream name and a timestamp",
+			`{"Name": "p", ` + src + `"Target": "arn:aws:logs:us-east-1:123456789012:log-group:/a/b:*", "TargetParameters": {"CloudWatchLogsParameters": {"LogStreamName": "a:b", "Timestamp": "12345"}}}`,
+			[]string{
+				"TargetParameters.CloudWatchLogsParameters.LogStreamName: the imported target.log_stream_name does not validate: log stream name",
+				"TargetParameters.CloudWatchLogsParameters.Timestamp: the imported target.timestamp does not validate: timestamp",
+			},
+		},
+		{
+			"an sqs message group id",
+			`{"Name": "p", ` + src + `"Target": "arn:aws:sqs:us-east-1:123456789012:out.fifo", "TargetParameters": {"SqsQueueParameters": {"MessageGroupId": "<$.body.g"}}}`,
+			[]string{"TargetParameters.SqsQueueParameters.MessageGroupId: the imported target.message_group_id does not validate: message group id"},
+		},
+		{
+			"an event bus's second resource and its time",
+			`{"Name": "p", ` + src + `"Target": "arn:aws:events:us-east-1:123456789012:event-bus/b", "TargetParameters": {"EventBridgeEventBusParameters": {"Resources": ["arn:aws:s3:::a", "<$.body.r"], "Time": "$.body..t"}}}`,
+			[]string{
+				"TargetParameters.EventBridgeEventBusParameters.Resources[1]: the imported target.resources[1] does not validate: resources[1]",
+				"TargetParameters.EventBridgeEventBusParameters.Time: the imported target.time does not validate: time",
+			},
+		},
+		{
+			"an http target's query parameter and header",
+			`{"Name": "p", ` + src + `"Target": ` + hook + `, "TargetParameters": {"HttpParameters": {"HeaderParameters": {"X-Id": "$.body."}, "QueryStringParameters": {"k": "$.body..k"}}}}`,
+			[]string{
+				`TargetParameters.HttpParameters.QueryStringParameters.k: the imported target.query.k does not validate: query parameter "k": the value starts with $. or $[`,
+				`TargetParameters.HttpParameters.HeaderParameters.X-Id: the imported target.headers.X-Id does not validate: header "X-Id": the value starts with $. or $[`,
+			},
+		},
+		{
+			"an http enrichment's path parameter, its endpoint from a variable",
+			`{"Name": "p", ` + src + `"Enrichment": ` + hook + `, "EnrichmentParameters": {"HttpParameters": {"PathParameterValues": ["$.body..id"]}}, "Target": "arn:aws:sqs:us-east-1:123456789012:out"}`,
+			[]string{`EnrichmentParameters.HttpParameters.PathParameterValues[0]: the imported enrichment.path_parameters[0] does not validate: path parameter 1 "<$.body..id>"`},
+		},
+		{
+			"a CloudFormation pipe's header, at its resource",
+			`{"Resources": {"P": {"Type": "AWS::Pipes::Pipe", "Properties": {` + src + `"Enrichment": ` + hook + `, "EnrichmentParameters": {"HttpParameters": {"HeaderParameters": {"X-Id": "$[x"}}}, "Target": "arn:aws:sqs:us-east-1:123456789012:out"}}}}`,
+			[]string{`Resources.P.Properties.EnrichmentParameters.HttpParameters.HeaderParameters.X-Id: the imported enrichment.headers.X-Id does not validate: header "X-Id"`},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := awsimport.Import("p.json", []byte(tc.input), awsimport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.LeftOut) != len(tc.want) {
+				t.Fatalf("left out %d, want %d:\n%s", len(res.LeftOut), len(tc.want), report(res))
+			}
+			for i, p := range res.LeftOut {
+				if !strings.HasPrefix(p.String(), tc.want[i]) {
+					t.Errorf("left out:\n got %s\nwant %s…", p, tc.want[i])
+				}
+			}
+		})
+	}
+}

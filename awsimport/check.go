@@ -41,33 +41,107 @@ func (c *checker) check(m *mapper, p *yaml.Node) ([]Problem, error) {
 	}
 	rep := c.loader.Report("imported.yaml", data)
 	errs := append(rep.Errors, validation.Check(c.reg, &rep)...)
+	var types blockTypes
+	if len(rep.Pipes) > 0 {
+		types.target = rep.Pipes[0].Target.Type
+		if e := rep.Pipes[0].Enrichment; e != nil {
+			types.enrichment = e.Type
+		}
+	}
 	var out []Problem
 	for _, e := range errs {
 		what := "the imported pipe"
 		if e.Field != "" {
 			what = "the imported " + e.Field
 		}
-		out = append(out, Problem{Path: m.inputPath(e.Field), Msg: fmt.Sprintf("%s does not validate: %s; the pipe is not imported", what, e.Msg)})
+		out = append(out, Problem{Path: m.inputPath(e.Field, types), Msg: fmt.Sprintf("%s does not validate: %s; the pipe is not imported", what, e.Msg)})
 	}
 	return out, nil
+}
+
+// blockTypes are the types of the imported pipe's target and enrichment,
+// which say which of Pipes' parameters a key is made from.
+type blockTypes struct{ target, enrichment string }
+
+// parameters are, by pipes type, the keys the mapper makes from Pipes'
+// TargetParameters or EnrichmentParameters, and the parameter each is
+// made from (dotted, under TargetParameters or EnrichmentParameters);
+// input_template, of every type, is made from InputTemplate.
+var parameters = map[string]map[string]string{
+	"sqs": {
+		"message_group_id":         "SqsQueueParameters.MessageGroupId",
+		"message_deduplication_id": "SqsQueueParameters.MessageDeduplicationId",
+	},
+	"eventbridge": {
+		"detail_type": "EventBridgeEventBusParameters.DetailType",
+		"source":      "EventBridgeEventBusParameters.Source",
+		"endpoint_id": "EventBridgeEventBusParameters.EndpointId",
+		"time":        "EventBridgeEventBusParameters.Time",
+		"resources":   "EventBridgeEventBusParameters.Resources",
+	},
+	"lambda":          {"invocation_type": "LambdaFunctionParameters.InvocationType"},
+	"stepfunctions":   {"invocation_type": "StepFunctionStateMachineParameters.InvocationType"},
+	"kinesis":         {"partition_key": "KinesisStreamParameters.PartitionKey"},
+	"cloudwatch_logs": {"log_stream_name": "CloudWatchLogsParameters.LogStreamName", "timestamp": "CloudWatchLogsParameters.Timestamp"},
+	"http": {
+		"headers":         "HttpParameters.HeaderParameters",
+		"query":           "HttpParameters.QueryStringParameters",
+		"path_parameters": "HttpParameters.PathParameterValues",
+	},
+}
+
+// parameterPath is the input path of the parameter that key (a key of
+// the block, with its entry: "partition_key", "headers.X-Id",
+// "resources[1]") of a block of type typ is made from, under params
+// (TargetParameters or EnrichmentParameters); false when it is made from
+// no parameter (the block's Target or Enrichment ARN, say).
+func (m *mapper) parameterPath(params, typ, key string) (string, bool) {
+	name, entry := key, ""
+	if i := strings.IndexAny(key, ".["); i >= 0 {
+		name, entry = key[:i], key[i:]
+	}
+	from, ok := parameters[typ][name]
+	if name == "input_template" {
+		from, ok = "InputTemplate", true
+	}
+	if !ok {
+		return "", false
+	}
+	keys := append([]string{params}, strings.Split(from, ".")...)
+	switch {
+	case strings.HasPrefix(entry, "."): // a header or query parameter's name
+		keys = append(keys, entry[1:])
+	case entry != "": // a list entry, [i]
+		keys = append(keys, entry)
+	}
+	return m.at(keys...), true
 }
 
 var patternField = regexp.MustCompile(`^filter\.patterns\[(\d+)\]`)
 
 // inputPath is the part of the input a field of the imported pipe comes
-// from.
-func (m *mapper) inputPath(field string) string {
+// from: a target or enrichment key made from one of Pipes' parameters is
+// at that parameter (target.partition_key at
+// TargetParameters.KinesisStreamParameters.PartitionKey), another at the
+// Target or Enrichment.
+func (m *mapper) inputPath(field string, types blockTypes) string {
 	if sm := patternField.FindStringSubmatch(field); sm != nil {
 		i, _ := strconv.Atoi(sm[1])
 		return m.at("SourceParameters", "FilterCriteria", "Filters", fmt.Sprintf("[%d]", i), "Pattern")
 	}
 	section, _, _ := strings.Cut(field, ".")
 	section, _, _ = strings.Cut(section, "[")
+	if key, ok := strings.CutPrefix(field, "target."); ok {
+		if p, ok := m.parameterPath("TargetParameters", types.target, key); ok {
+			return p
+		}
+	}
+	if key, ok := strings.CutPrefix(field, "enrichment."); ok {
+		if p, ok := m.parameterPath("EnrichmentParameters", types.enrichment, key); ok {
+			return p
+		}
+	}
 	switch {
-	case field == "enrichment.input_template":
-		return m.at("EnrichmentParameters", "InputTemplate")
-	case field == "target.input_template":
-		return m.at("TargetParameters", "InputTemplate")
 	case section == "source":
 		return m.at("Source")
 	case section == "filter":

@@ -176,6 +176,29 @@ func (b *block) at(key string) Pos {
 	return b.pos
 }
 
+// positions is where the value of each key of b is written, and of each
+// entry of a mapping or list value (see KeyPos).
+func (b *block) positions() KeyPos {
+	out := KeyPos{}
+	for k, n := range b.vals {
+		out[k] = b.d.pos(n)
+		switch n = deref(n); n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				name := deref(n.Content[i])
+				if _, dup := out[k+"."+name.Value]; name.Kind == yaml.ScalarNode && !dup {
+					out[k+"."+name.Value] = b.d.pos(n.Content[i+1])
+				}
+			}
+		case yaml.SequenceNode:
+			for i, e := range n.Content {
+				out[k+"["+strconv.Itoa(i)+"]"] = b.d.pos(e)
+			}
+		}
+	}
+	return out
+}
+
 // sub is the mapping under key, or nil when key is absent or null.
 func (b *block) sub(key string, known []string) *block {
 	b.d.rec.block(b.field(key), known)

@@ -36,6 +36,7 @@ func TestDefaultsOfAMinimalFile(t *testing.T) {
 		Target: Target{
 			Type: "http", URL: "http://localhost:8080/x", Method: "POST", Batch: true,
 			Timeout: 30 * time.Second, Pos: Pos{File: "p.yaml", Line: 6, Column: 3},
+			KeyPos: KeyPos{"type": {File: "p.yaml", Line: 6, Column: 9}, "url": {File: "p.yaml", Line: 7, Column: 8}},
 		},
 		Logging: Logging{Level: "error"},
 		Pos:     Pos{File: "p.yaml", Line: 1, Column: 1},
@@ -324,5 +325,43 @@ func TestSourceDeadLetterReadsTheFallbackKeys(t *testing.T) {
 	ps, err := testLoader().Parse("p.yaml", []byte("name: p\nsource:\n  type: sqs\n  queue_name: q\n  dead_letter_routing_key: k\ntarget:\n  type: stdout\n"))
 	if err == nil || !strings.Contains(err.Error(), "dead_letter_routing_key: only for rabbitmq sources") {
 		t.Errorf("dead_letter_routing_key on an sqs source: %v, %v", ps, err)
+	}
+}
+
+func TestKeyPosLocatesEachKeyAndEntry(t *testing.T) {
+	p := parseOne(t, `name: k
+source: {type: memory}
+enrichment:
+  type: http
+  url: https://e.example.com/*
+  path_parameters: [$.body.id]
+target:
+  type: http
+  url: https://x.example.com/a
+  headers:
+    X-Id: $.body.id
+  query: {k: v}
+`)
+	at := func(line, col int) Pos { return Pos{File: "p.yaml", Line: line, Column: col} }
+	for _, tc := range []struct {
+		name  string
+		keys  KeyPos
+		block Pos
+		key   string
+		want  Pos
+	}{
+		{"a key is at its value", p.Target.KeyPos, p.Target.Pos, "url", at(9, 8)},
+		{"a header is at its value", p.Target.KeyPos, p.Target.Pos, "headers.X-Id", at(11, 11)},
+		{"a query parameter of a flow mapping is at its value", p.Target.KeyPos, p.Target.Pos, "query.k", at(12, 14)},
+		{"a header the file does not have is at the headers", p.Target.KeyPos, p.Target.Pos, "headers.Other", at(11, 5)},
+		{"a key the file leaves out is at the block", p.Target.KeyPos, p.Target.Pos, "partition_key", at(8, 3)},
+		{"a path parameter is at its entry", p.Enrichment.KeyPos, p.Enrichment.Pos, "path_parameters[0]", at(6, 21)},
+		{"a path parameter past the list is at the list", p.Enrichment.KeyPos, p.Enrichment.Pos, "path_parameters[3]", at(6, 20)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.keys.At(tc.key, tc.block); got != tc.want {
+				t.Errorf("At(%q) = %s, want %s", tc.key, got, tc.want)
+			}
+		})
 	}
 }

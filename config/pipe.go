@@ -413,7 +413,7 @@ func containsKey(keys []string, k string) bool {
 }
 
 func (d *decoder) enrichment(b *block) *Enrichment {
-	e := &Enrichment{Pos: b.pos}
+	e := &Enrichment{Pos: b.pos, KeyPos: b.positions()}
 	if !b.has("type") {
 		d.errorf(b.pos, b.path, "type is required")
 	}
@@ -533,7 +533,7 @@ func (d *decoder) retry(b *block) *Retry {
 }
 
 func (d *decoder) target(b *block) Target {
-	t := Target{Pos: b.pos}
+	t := Target{Pos: b.pos, KeyPos: b.positions()}
 	if !b.has("type") {
 		d.errorf(b.pos, b.path, "type is required")
 	}

@@ -31,6 +31,29 @@ func (p Pos) String() string {
 	return s
 }
 
+// KeyPos says where the value of each key of a block is written: by key
+// as the file writes it ("partition_key"), and for a mapping or a list
+// each entry too ("headers.X-Id", "query.id", "path_parameters[0]").
+// Keys the file leaves out are absent.
+type KeyPos map[string]Pos
+
+// At is where key's value is written: the key's own position, else that
+// of the key it is in ("headers" for "headers.X-Id"), else block (the
+// position of the block, for a key the file leaves out).
+func (k KeyPos) At(key string, block Pos) Pos {
+	for key != "" {
+		if p, ok := k[key]; ok {
+			return p
+		}
+		i := strings.LastIndexAny(key, ".[")
+		if i < 0 {
+			break
+		}
+		key = key[:i]
+	}
+	return block
+}
+
 // Pipe is one pipe as written in a pipeline file, after defaults.
 type Pipe struct {
 	// Name is unique in the process.
@@ -243,6 +266,9 @@ type Enrichment struct {
 	// or Region). Key `auth`.
 	Auth string
 	Pos  Pos
+	// KeyPos is where each key of the block is written, for errors
+	// about one key (a header's value, a query parameter).
+	KeyPos KeyPos
 	// InputTemplateSpan and JQSpan say where each character of
 	// InputTemplate and JQ is written, for errors inside them (see Span).
 	InputTemplateSpan, JQSpan Span
@@ -377,6 +403,9 @@ type Target struct {
 	FailOnPattern string
 
 	Pos Pos
+	// KeyPos is where each key of the block is written, for errors
+	// about one key (a partition key, a header's value).
+	KeyPos KeyPos
 }
 
 // Logging is the `logging:` block (Pipes' levels).

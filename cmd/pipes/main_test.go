@@ -543,7 +543,8 @@ func TestValidateChecksTemplatesInHTTPTargetParameters(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "p.yaml")
 	os.WriteFile(file, []byte("name: p\nsource: {type: sqs, queue_name: q}\ntarget:\n  type: http\n  url: http://h/orders/<$.body..id>\n  query: {v: <$.body.v>}\n"), 0o644)
 	code, _, stderr := runCLI(t, "validate", "-f", file)
-	if code != 2 || !strings.Contains(stderr, file+":4:3: target:") || !strings.Contains(stderr, "url") {
+	// At the url, not at the target block.
+	if code != 2 || !strings.Contains(stderr, file+":5:8: target.url: url: input template:") {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/pipesproject/pipes/internal/keyerr"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/internal/kit/batching"
 	"github.com/pipesproject/pipes/internal/kit/param"
@@ -187,28 +188,28 @@ func newTarget(cfg Config) (*Target, error) {
 	}
 	switch {
 	case cfg.LogGroup == "":
-		problems = append(problems, errors.New("log group name is required"))
+		problems = append(problems, keyerr.New("log_group_name", errors.New("log group name is required")))
 	case !logGroupName.MatchString(group):
-		problems = append(problems, fmt.Errorf("log group %q is not a log group name (1 to 512 letters, digits, '_', '-', '/', '.', '#') or ARN", cfg.LogGroup))
+		problems = append(problems, keyerr.New("log_group_name", fmt.Errorf("log group %q is not a log group name (1 to 512 letters, digits, '_', '-', '/', '.', '#') or ARN", cfg.LogGroup)))
 	}
 	stream, err := param.Parse("log stream name", cfg.LogStream)
 	switch {
 	case err != nil:
-		problems = append(problems, err)
+		problems = append(problems, keyerr.New("log_stream_name", err))
 	case !stream.Set():
-		problems = append(problems, errors.New("log stream name is required"))
+		problems = append(problems, keyerr.New("log_stream_name", errors.New("log stream name is required")))
 	case stream.Template() == nil && (len(cfg.LogStream) > maxStreamName || strings.ContainsAny(cfg.LogStream, ":*")):
-		problems = append(problems, fmt.Errorf("log stream name %q is not a log stream name (at most 512 characters, no ':' or '*')", cfg.LogStream))
+		problems = append(problems, keyerr.New("log_stream_name", fmt.Errorf("log stream name %q is not a log stream name (at most 512 characters, no ':' or '*')", cfg.LogStream)))
 	}
 	ts, err := param.Parse("timestamp", cfg.Timestamp)
 	switch {
 	case err != nil:
-		problems = append(problems, err)
+		problems = append(problems, keyerr.New("timestamp", err))
 	case ts.Set() && ts.Template() == nil:
-		problems = append(problems, fmt.Errorf("timestamp %q is a constant: give a dynamic path to the event's time in milliseconds, such as $.body.time, or leave it out for the delivery time", cfg.Timestamp))
+		problems = append(problems, keyerr.New("timestamp", fmt.Errorf("timestamp %q is a constant: give a dynamic path to the event's time in milliseconds, such as $.body.time, or leave it out for the delivery time", cfg.Timestamp)))
 	}
 	if cfg.Timeout < 0 {
-		problems = append(problems, fmt.Errorf("timeout %s is negative", cfg.Timeout))
+		problems = append(problems, keyerr.New("timeout", fmt.Errorf("timeout %s is negative", cfg.Timeout)))
 	}
 	if cfg.MaxParallel < 0 {
 		problems = append(problems, fmt.Errorf("max parallel %d is negative", cfg.MaxParallel))

@@ -32,6 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
+	"github.com/pipesproject/pipes/internal/keyerr"
 	"github.com/pipesproject/pipes/internal/kit/awsbatch"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/internal/kit/param"
@@ -163,37 +164,38 @@ func newTarget(cfg Config) (*Target, error) {
 	}
 	bus, err := param.Parse("event bus name", busName)
 	if err != nil {
-		problems = append(problems, err)
+		problems = append(problems, keyerr.New("event_bus_name", err))
 	}
 	src := cfg.Source
 	if src == "" {
 		src = cfg.Vars.PipeARN
 	}
 	if src == "" {
-		problems = append(problems, errors.New("source is required (or the pipe's ARN in Vars)"))
+		problems = append(problems, keyerr.New("source", errors.New("source is required (or the pipe's ARN in Vars)")))
 	}
 	source, err := param.Parse("source", src)
 	if err != nil {
-		problems = append(problems, err)
+		problems = append(problems, keyerr.New("source", err))
 	}
 	detailType, err := param.Parse("detail type", cmp.Or(cfg.DetailType, DefaultDetailType(cfg.EventSource)))
 	if err != nil {
-		problems = append(problems, err)
+		problems = append(problems, keyerr.New("detail_type", err))
 	}
 	if len(cfg.Resources) > 10 {
-		problems = append(problems, fmt.Errorf("%d resources; PutEvents takes at most 10", len(cfg.Resources)))
+		problems = append(problems, keyerr.New("resources", fmt.Errorf("%d resources; PutEvents takes at most 10", len(cfg.Resources))))
 	}
 	var resources []param.Param
 	for i, r := range cfg.Resources {
-		p, err := param.Parse(fmt.Sprintf("resources[%d]", i), r)
+		key := fmt.Sprintf("resources[%d]", i)
+		p, err := param.Parse(key, r)
 		if err != nil {
-			problems = append(problems, err)
+			problems = append(problems, keyerr.New(key, err))
 		}
 		resources = append(resources, p)
 	}
 	tm, err := param.Parse("time", cfg.Time)
 	if err != nil {
-		problems = append(problems, err)
+		problems = append(problems, keyerr.New("time", err))
 	}
 	problems = append(problems, awsbatch.Check(cfg.Timeout, cfg.MaxParallel)...)
 	if len(problems) > 0 {

@@ -32,6 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/firehose"
 	"github.com/aws/aws-sdk-go-v2/service/firehose/types"
 
+	"github.com/pipesproject/pipes/internal/keyerr"
 	"github.com/pipesproject/pipes/internal/kit/awsbatch"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/pipe"
@@ -124,16 +125,16 @@ func newTarget(cfg Config) (*Target, error) {
 	t := &Target{stream: cfg.DeliveryStream}
 	switch {
 	case cfg.DeliveryStream == "":
-		problems = append(problems, errors.New("delivery stream is required"))
+		problems = append(problems, keyerr.New("delivery_stream", errors.New("delivery stream is required")))
 	case strings.HasPrefix(cfg.DeliveryStream, "arn:"):
 		m := streamARN.FindStringSubmatch(cfg.DeliveryStream)
 		if m == nil {
-			problems = append(problems, fmt.Errorf("delivery stream %q is not a Firehose delivery stream ARN like arn:aws:firehose:us-east-1:123456789012:deliverystream/orders", cfg.DeliveryStream))
+			problems = append(problems, keyerr.New("delivery_stream", fmt.Errorf("delivery stream %q is not a Firehose delivery stream ARN like arn:aws:firehose:us-east-1:123456789012:deliverystream/orders", cfg.DeliveryStream)))
 		} else {
 			t.stream = m[1]
 		}
 	case !streamName.MatchString(cfg.DeliveryStream):
-		problems = append(problems, fmt.Errorf("delivery stream %q is not a delivery stream name (1 to 64 letters, digits, '_', '.' or '-')", cfg.DeliveryStream))
+		problems = append(problems, keyerr.New("delivery_stream", fmt.Errorf("delivery stream %q is not a delivery stream name (1 to 64 letters, digits, '_', '.' or '-')", cfg.DeliveryStream)))
 	}
 	problems = append(problems, awsbatch.Check(cfg.Timeout, cfg.MaxParallel)...)
 	if len(problems) > 0 {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pipesproject/pipes/internal/keyerr"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/source"
 	"github.com/pipesproject/pipes/target/httptarget"
@@ -110,7 +111,7 @@ func TestBareJSONPathHeaderAndQueryValuesAreDynamic(t *testing.T) {
 		{"bare paths", "$.body.tenant", "$.body.id", "q=7 tenant=acme"},
 		{"placeholders", "<$.body.tenant>", "<$.body.id>", "q=7 tenant=acme"},
 		{"a constant that merely holds a dollar", "US$.5", "a$.b", "q=a%24.b tenant=US$.5"},
-		{"a constant that starts like a path but is not one", "$.secret token", "$.a b", "q=%24.a+b tenant=$.secret token"},
+		{"a constant with a dollar after its start", "Bearer $.x", "a $[b", "q=a+%24%5Bb tenant=Bearer $.x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,6 +137,60 @@ func TestBareJSONPathHeaderAndQueryValuesAreDynamic(t *testing.T) {
 			}
 			if len(seen) != 1 || seen[0] != tt.want {
 				t.Errorf("request %q, want %q", seen, tt.want)
+			}
+		})
+	}
+}
+
+// A value that starts like a JSON path ($. or $[) is one, in a header, a
+// query parameter or a path parameter as in every templated key: when it
+// does not parse, New refuses it, naming the key (keyerr) and, for a
+// header or query value (maybe a secret meant as a constant), without
+// quoting it.
+func TestAnInvalidBareJSONPathIsRefusedAtItsKey(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		cfg     httptarget.Config
+		key     string
+		want    string
+		notWant string
+	}{
+		{
+			"a header ending with a dot",
+			httptarget.Config{Headers: map[string]string{"X-Id": "$.body."}},
+			"headers.X-Id", `header "X-Id": the value starts with $. or $[, so it is a JSON path, and it does not parse (column 8 of the value, which is not shown)`, "$.body.",
+		},
+		{
+			"a query value with a space",
+			httptarget.Config{Query: map[string]string{"q": "$.secret token"}},
+			"query.q", `query parameter "q": the value starts with $. or $[, so it is a JSON path, and it does not parse (column 9 of the value, which is not shown)`, "secret",
+		},
+		{
+			"a header with an unclosed index",
+			httptarget.Config{Headers: map[string]string{"X-Id": "$[x"}},
+			"headers.X-Id", `header "X-Id": the value starts with $. or $[`, "$[x",
+		},
+		{
+			"a path parameter with two dots",
+			httptarget.Config{URL: "https://x.example.com/a/*", PathParameters: []string{"$.body..x"}},
+			"path_parameters[0]", `path parameter 1 "$.body..x": input template:`, "",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg
+			if cfg.URL == "" {
+				cfg.URL = "https://x.example.com/a"
+			}
+			_, err := httptarget.New(cfg)
+			if err == nil {
+				t.Fatal("New took the value")
+			}
+			ps := keyerr.Split(err)
+			if len(ps) != 1 || ps[0].Key != tt.key || !strings.HasPrefix(ps[0].Msg, tt.want) {
+				t.Fatalf("problems %q, want one at %s starting %q", ps, tt.key, tt.want)
+			}
+			if tt.notWant != "" && strings.Contains(err.Error(), tt.notWant) {
+				t.Errorf("the error quotes the value: %v", err)
 			}
 		})
 	}

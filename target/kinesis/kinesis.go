@@ -32,6 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/pipesproject/pipes/internal/keyerr"
 	"github.com/pipesproject/pipes/internal/kit/awsbatch"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/internal/kit/param"
@@ -138,10 +139,10 @@ func newTarget(cfg Config) (*Target, error) {
 	t := &Target{stream: cfg.Stream, vars: cfg.Vars, fromRecord: cfg.ParamsFromRecord}
 	switch {
 	case cfg.Stream == "":
-		problems = append(problems, errors.New("stream is required"))
+		problems = append(problems, keyerr.New("stream", errors.New("stream is required")))
 	case strings.HasPrefix(cfg.Stream, "arn:"):
 		if !strings.Contains(cfg.Stream, ":kinesis:") || !strings.Contains(cfg.Stream, ":stream/") {
-			problems = append(problems, fmt.Errorf("stream %q is not a Kinesis stream ARN like arn:aws:kinesis:us-east-1:123456789012:stream/orders", cfg.Stream))
+			problems = append(problems, keyerr.New("stream", fmt.Errorf("stream %q is not a Kinesis stream ARN like arn:aws:kinesis:us-east-1:123456789012:stream/orders", cfg.Stream)))
 		}
 		t.arn = aws.String(cfg.Stream)
 	default:
@@ -150,11 +151,11 @@ func newTarget(cfg Config) (*Target, error) {
 	key, err := param.Parse("partition key", cfg.PartitionKey)
 	switch {
 	case err != nil:
-		problems = append(problems, err)
+		problems = append(problems, keyerr.New("partition_key", err))
 	case !key.Set():
-		problems = append(problems, errors.New("partition key is required"))
+		problems = append(problems, keyerr.New("partition_key", errors.New("partition key is required")))
 	case key.Template() == nil && utf8.RuneCountInString(cfg.PartitionKey) > MaxPartitionKey:
-		problems = append(problems, fmt.Errorf("partition key %q is over %d characters", cfg.PartitionKey, MaxPartitionKey))
+		problems = append(problems, keyerr.New("partition_key", fmt.Errorf("partition key %q is over %d characters", cfg.PartitionKey, MaxPartitionKey)))
 	}
 	t.key = key
 	problems = append(problems, awsbatch.Check(cfg.Timeout, cfg.MaxParallel)...)

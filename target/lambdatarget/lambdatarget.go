@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/pipesproject/pipes/internal/keyerr"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/internal/kit/batching"
 	"github.com/pipesproject/pipes/internal/kit/httpcore"
@@ -139,7 +140,7 @@ func (e *FunctionError) ErrorCode() string {
 func New(ctx context.Context, cfg Config) (*Target, error) {
 	var problems []error
 	if cfg.FunctionName == "" {
-		problems = append(problems, errors.New("function name is required"))
+		problems = append(problems, keyerr.New("function_name", errors.New("function name is required")))
 	}
 	invoke := types.InvocationTypeRequestResponse
 	switch cfg.InvocationType {
@@ -147,10 +148,10 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	case Event:
 		invoke = types.InvocationTypeEvent
 	default:
-		problems = append(problems, fmt.Errorf("invocation type %q is not RequestResponse or Event", cfg.InvocationType))
+		problems = append(problems, keyerr.New("invocation_type", fmt.Errorf("invocation type %q is not RequestResponse or Event", cfg.InvocationType)))
 	}
 	if cfg.Timeout < 0 {
-		problems = append(problems, fmt.Errorf("timeout %s is negative", cfg.Timeout))
+		problems = append(problems, keyerr.New("timeout", fmt.Errorf("timeout %s is negative", cfg.Timeout)))
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("configuring the Lambda target %s: %w", cfg.FunctionName, errors.Join(problems...))

@@ -51,6 +51,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/pipesproject/pipes/internal/keyerr"
 	tparam "github.com/pipesproject/pipes/internal/kit/param"
 	"github.com/pipesproject/pipes/internal/scrub"
 	"github.com/pipesproject/pipes/pipe"
@@ -152,17 +153,17 @@ func New(cfg Config) (*Target, error) {
 	u, err := url.Parse(cfg.URL)
 	switch {
 	case cfg.URL == "":
-		problems = append(problems, errors.New("url is required"))
+		problems = append(problems, keyerr.New("url", errors.New("url is required")))
 	case err != nil:
-		problems = append(problems, errors.New("url is not a valid URL"))
+		problems = append(problems, keyerr.New("url", errors.New("url is not a valid URL")))
 	case u.Scheme != "amqp" && u.Scheme != "amqps":
-		problems = append(problems, fmt.Errorf("url scheme %q is not amqp or amqps", u.Scheme))
+		problems = append(problems, keyerr.New("url", fmt.Errorf("url scheme %q is not amqp or amqps", u.Scheme)))
 	case u.Host == "":
-		problems = append(problems, errors.New("url has no host"))
+		problems = append(problems, keyerr.New("url", errors.New("url has no host")))
 	default:
 		display = u.Redacted()
 		if _, err := amqp.ParseURI(cfg.URL); err != nil {
-			problems = append(problems, errors.New("url is not a valid AMQP URI"))
+			problems = append(problems, keyerr.New("url", errors.New("url is not a valid AMQP URI")))
 		}
 	}
 	var sec secrets
@@ -173,26 +174,26 @@ func New(cfg Config) (*Target, error) {
 	}
 	key, err := tparam.Parse("routing key", cfg.RoutingKey)
 	if err != nil {
-		problems = append(problems, err)
+		problems = append(problems, keyerr.New("routing_key", err))
 	} else if !key.Set() && cfg.Exchange == "" {
-		problems = append(problems, errors.New("a routing key is required with the default exchange (it is the queue's name)"))
+		problems = append(problems, keyerr.New("routing_key", errors.New("a routing key is required with the default exchange (it is the queue's name)")))
 	} else if key.Template() == nil && len(cfg.RoutingKey) > maxShortString {
-		problems = append(problems, fmt.Errorf("routing key is longer than %d bytes", maxShortString))
+		problems = append(problems, keyerr.New("routing_key", fmt.Errorf("routing key is longer than %d bytes", maxShortString)))
 	}
 	if len(cfg.Exchange) > maxShortString {
-		problems = append(problems, fmt.Errorf("exchange name is longer than %d bytes", maxShortString))
+		problems = append(problems, keyerr.New("exchange", fmt.Errorf("exchange name is longer than %d bytes", maxShortString)))
 	}
 	var headers []header
 	for _, name := range slices.Sorted(maps.Keys(cfg.Headers)) {
 		value := cfg.Headers[name]
 		if name == "" || len(name) > maxShortString {
-			problems = append(problems, fmt.Errorf("header name %q must be 1 to %d bytes", name, maxShortString))
+			problems = append(problems, keyerr.New("headers."+name, fmt.Errorf("header name %q must be 1 to %d bytes", name, maxShortString)))
 			continue
 		}
 		p, err := tparam.Parse("header "+name, value)
 		if err != nil {
 			// The value may be a secret: name the header, not the value.
-			problems = append(problems, fmt.Errorf("header %q is not a valid template", name))
+			problems = append(problems, keyerr.New("headers."+name, fmt.Errorf("header %q is not a valid template", name)))
 			continue
 		}
 		if p.Template() == nil && len(value) >= minSecret {
@@ -201,7 +202,7 @@ func New(cfg Config) (*Target, error) {
 		headers = append(headers, header{name: name, value: p})
 	}
 	if cfg.Timeout < 0 {
-		problems = append(problems, fmt.Errorf("timeout %s is negative", cfg.Timeout))
+		problems = append(problems, keyerr.New("timeout", fmt.Errorf("timeout %s is negative", cfg.Timeout)))
 	}
 	if len(problems) > 0 {
 		return nil, sec.Error(fmt.Errorf("configuring the rabbitmq target %s: %w", display, errors.Join(problems...)))

@@ -35,6 +35,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 
+	"github.com/pipesproject/pipes/internal/keyerr"
 	"github.com/pipesproject/pipes/internal/kit/awsbatch"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/internal/kit/param"
@@ -141,27 +142,27 @@ func newTarget(cfg Config) (*Target, error) {
 	var problems []error
 	switch {
 	case cfg.TopicARN == "":
-		problems = append(problems, errors.New("topic arn is required"))
+		problems = append(problems, keyerr.New("topic_arn", errors.New("topic arn is required")))
 	case !topicARN.MatchString(cfg.TopicARN):
-		problems = append(problems, fmt.Errorf("topic arn %q is not an SNS topic ARN like arn:aws:sns:us-east-1:123456789012:orders", cfg.TopicARN))
+		problems = append(problems, keyerr.New("topic_arn", fmt.Errorf("topic arn %q is not an SNS topic ARN like arn:aws:sns:us-east-1:123456789012:orders", cfg.TopicARN)))
 	}
 	fifo := strings.HasSuffix(cfg.TopicARN, ".fifo")
 	group, err := param.Parse("message group id", cfg.MessageGroupID)
 	if err != nil {
-		problems = append(problems, err)
+		problems = append(problems, keyerr.New("message_group_id", err))
 	}
 	dedup, err := param.Parse("message deduplication id", cfg.MessageDeduplicationID)
 	if err != nil {
-		problems = append(problems, err)
+		problems = append(problems, keyerr.New("message_deduplication_id", err))
 	}
 	if err := (param.MessageGroup{Group: group, Dedup: dedup}).Check(); err != nil {
 		problems = append(problems, err)
 	}
 	if fifo && cfg.MessageGroupID == "" {
-		problems = append(problems, errors.New("a message group id is required for a FIFO topic"))
+		problems = append(problems, keyerr.New("message_group_id", errors.New("a message group id is required for a FIFO topic")))
 	}
 	if !fifo && cfg.MessageDeduplicationID != "" {
-		problems = append(problems, errors.New("a message deduplication id is only for FIFO topics (ARN ending in .fifo)"))
+		problems = append(problems, keyerr.New("message_deduplication_id", errors.New("a message deduplication id is only for FIFO topics (ARN ending in .fifo)")))
 	}
 	problems = append(problems, awsbatch.Check(cfg.Timeout, cfg.MaxParallel)...)
 	if len(problems) > 0 {

@@ -38,6 +38,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/pipesproject/pipes/internal/keyerr"
 	"github.com/pipesproject/pipes/internal/kit/awsbatch"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	tparam "github.com/pipesproject/pipes/internal/kit/param"
@@ -154,32 +155,32 @@ func newTarget(cfg Config) (*Target, error) {
 	u, err := url.Parse(cfg.QueueURL)
 	switch {
 	case cfg.QueueURL == "":
-		problems = append(problems, errors.New("queue url is required"))
+		problems = append(problems, keyerr.New("queue_url", errors.New("queue url is required")))
 	case err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
-		problems = append(problems, fmt.Errorf("queue url %q is not an http(s) URL", cfg.QueueURL))
+		problems = append(problems, keyerr.New("queue_url", fmt.Errorf("queue url %q is not an http(s) URL", cfg.QueueURL)))
 	}
 	fifo := strings.HasSuffix(cfg.QueueURL, ".fifo")
 	group, err := parseParam("message group id", cfg.MessageGroupID)
 	if err != nil {
-		problems = append(problems, err)
+		problems = append(problems, keyerr.New("message_group_id", err))
 	}
 	dedup, err := parseParam("message deduplication id", cfg.MessageDeduplicationID)
 	if err != nil {
-		problems = append(problems, err)
+		problems = append(problems, keyerr.New("message_deduplication_id", err))
 	}
 	if err := (tparam.MessageGroup{Group: group.Param, Dedup: dedup.Param}).Check(); err != nil {
 		problems = append(problems, err)
 	}
 	if fifo && cfg.MessageGroupID == "" {
-		problems = append(problems, errors.New("a message group id is required for a FIFO queue"))
+		problems = append(problems, keyerr.New("message_group_id", errors.New("a message group id is required for a FIFO queue")))
 	}
 	if !fifo && cfg.MessageDeduplicationID != "" {
-		problems = append(problems, errors.New("a message deduplication id is only for FIFO queues (URL ending in .fifo)"))
+		problems = append(problems, keyerr.New("message_deduplication_id", errors.New("a message deduplication id is only for FIFO queues (URL ending in .fifo)")))
 	}
 	problems = append(problems, awsbatch.Check(cfg.Timeout, cfg.MaxParallel)...)
 	if cfg.Offload != nil {
 		if err := cfg.Offload.check(); err != nil {
-			problems = append(problems, err)
+			problems = append(problems, keyerr.New("offload", err))
 		}
 	}
 	if len(problems) > 0 {

@@ -35,6 +35,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/pipesproject/pipes/internal/keyerr"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/internal/kit/batching"
 	"github.com/pipesproject/pipes/internal/kit/httpcore"
@@ -165,7 +166,7 @@ func CheckARN(arn string) error {
 func New(ctx context.Context, cfg Config) (*Target, error) {
 	var problems []error
 	if err := CheckARN(cfg.StateMachineARN); err != nil {
-		problems = append(problems, err)
+		problems = append(problems, keyerr.New("state_machine_arn", err))
 	}
 	sync := true
 	switch cfg.InvocationType {
@@ -173,10 +174,10 @@ func New(ctx context.Context, cfg Config) (*Target, error) {
 	case FireAndForget:
 		sync = false
 	default:
-		problems = append(problems, fmt.Errorf("invocation type %q is not REQUEST_RESPONSE or FIRE_AND_FORGET", cfg.InvocationType))
+		problems = append(problems, keyerr.New("invocation_type", fmt.Errorf("invocation type %q is not REQUEST_RESPONSE or FIRE_AND_FORGET", cfg.InvocationType)))
 	}
 	if cfg.Timeout < 0 {
-		problems = append(problems, fmt.Errorf("timeout %s is negative", cfg.Timeout))
+		problems = append(problems, keyerr.New("timeout", fmt.Errorf("timeout %s is negative", cfg.Timeout)))
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("configuring the Step Functions target %s: %w", cfg.StateMachineARN, errors.Join(problems...))

@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pipesproject/pipes/internal/keyerr"
 	"github.com/pipesproject/pipes/internal/kit/awsclient"
 	"github.com/pipesproject/pipes/internal/kit/batching"
 	"github.com/pipesproject/pipes/pipe"
@@ -225,7 +226,7 @@ func New[R any](s Spec[R]) *Batch[R] {
 func Check(timeout time.Duration, maxParallel int) []error {
 	var problems []error
 	if timeout < 0 {
-		problems = append(problems, fmt.Errorf("timeout %s is negative", timeout))
+		problems = append(problems, keyerr.New("timeout", fmt.Errorf("timeout %s is negative", timeout)))
 	}
 	if maxParallel < 0 {
 		problems = append(problems, fmt.Errorf("max parallel %d is negative", maxParallel))

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pipesproject/pipes/internal/h1"
+	"github.com/pipesproject/pipes/internal/keyerr"
 	"github.com/pipesproject/pipes/pipe"
 )
 
@@ -147,27 +149,27 @@ func New(cfg Config) (*Client, error) {
 	u, err := url.Parse(cfg.URL)
 	switch {
 	case cfg.URL == "":
-		problems = append(problems, errors.New("url is required"))
+		problems = append(problems, keyerr.New("url", errors.New("url is required")))
 	case err != nil:
-		problems = append(problems, errors.New("url is not a valid URL"))
+		problems = append(problems, keyerr.New("url", errors.New("url is not a valid URL")))
 	case u.Scheme != "http" && u.Scheme != "https":
-		problems = append(problems, fmt.Errorf("url scheme %q is not http or https", u.Scheme))
+		problems = append(problems, keyerr.New("url", fmt.Errorf("url scheme %q is not http or https", u.Scheme)))
 	case u.Host == "":
-		problems = append(problems, errors.New("url has no host"))
+		problems = append(problems, keyerr.New("url", errors.New("url has no host")))
 	}
 	method := strings.ToUpper(cfg.Method)
 	if method == "" {
 		method = http.MethodPost
 	}
 	if !IsToken(method) {
-		problems = append(problems, fmt.Errorf("method %q is not a valid HTTP method", cfg.Method))
+		problems = append(problems, keyerr.New("method", fmt.Errorf("method %q is not a valid HTTP method", cfg.Method)))
 	}
 	timeout := cfg.Timeout
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
 	if timeout < 0 {
-		problems = append(problems, fmt.Errorf("timeout %s is negative", cfg.Timeout))
+		problems = append(problems, keyerr.New("timeout", fmt.Errorf("timeout %s is negative", cfg.Timeout)))
 	}
 	header := http.Header{}
 	if cfg.UserAgent != "" {
@@ -175,14 +177,15 @@ func New(cfg Config) (*Client, error) {
 	}
 	var host string
 	secrets := slices.Clone(cfg.Secrets)
-	for name, value := range cfg.Headers {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Headers)) {
+		value := cfg.Headers[name]
 		if !IsToken(name) {
-			problems = append(problems, fmt.Errorf("header name %q is not valid", name))
+			problems = append(problems, keyerr.New("headers."+name, fmt.Errorf("header name %q is not valid", name)))
 			continue
 		}
 		if !ValidHeaderValue(value) {
 			// Never quote the value: it may be a secret.
-			problems = append(problems, fmt.Errorf("header %q has a value with control characters", name))
+			problems = append(problems, keyerr.New("headers."+name, fmt.Errorf("header %q has a value with control characters", name)))
 			continue
 		}
 		if http.CanonicalHeaderKey(name) == "Host" {

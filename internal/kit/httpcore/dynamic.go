@@ -3,31 +3,38 @@ package httpcore
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 
+	"github.com/pipesproject/pipes/internal/keyerr"
 	"github.com/pipesproject/pipes/pipe"
 	"github.com/pipesproject/pipes/template"
 )
 
 // HasPlaceholder reports whether s holds a Pipes template placeholder
-// (`<$.path>` or a reserved `<aws.pipes.…>` variable).
+// (`<$.path>` or a reserved `<aws.pipes.…>` variable), or is, as a whole,
+// a JSON path (`$.body.tenant`): Pipes' dynamic path parameter.
 //
-// A value that is, as a whole, a valid JSON path (`$.body.tenant`) counts
-// too: Pipes' dynamic path parameter. One that only starts like a path but
-// is not one (`$.5 off`) stays a constant, so that a secret header value is
-// never quoted in a path error.
+// A value that starts like a path (`$.`, `$[`) is one, as in every other
+// templated key: when it does not parse (`$.body.`), NewDynamic fails
+// rather than send it as text. A value with a `$` elsewhere
+// (`Bearer $x`) is a constant.
 func HasPlaceholder(s string) bool {
-	return strings.Contains(s, "<$") || strings.Contains(s, "<aws.") || isDynamicPath(s)
+	return strings.Contains(s, "<$") || strings.Contains(s, "<aws.") || template.IsDynamicPath(s)
 }
 
-// isDynamicPath reports whether s is a valid bare JSON path.
-func isDynamicPath(s string) bool {
-	if !template.IsDynamicPath(s) {
-		return false
+// pathError is the error of a header or query value that starts like a
+// JSON path and is not one. The value is not quoted: were it meant as a
+// constant, it may be a secret.
+func pathError(what, name string, err error) error {
+	where := "the value is not shown"
+	if se, ok := errors.AsType[*template.SyntaxError](err); ok && se.Line == 1 && se.Column > 1 {
+		// The path was parsed as "<path>": one column more.
+		where = fmt.Sprintf("column %d of the value, which is not shown", se.Column-1)
 	}
-	_, err := template.Parse("<" + s + ">")
-	return err == nil
+	return fmt.Errorf("%s %q: the value starts with $. or $[, so it is a JSON path, and it does not parse (%s)", what, name, where)
 }
 
 // DynamicConfig is what a request renders per record: the URL (with path
@@ -89,46 +96,53 @@ type namedTemplate struct {
 }
 
 // NewDynamic splits cfg into what is rendered per record and what is not.
-// Errors name the part at fault and never hold a header or query value or
-// the URL.
+// It reports every problem at once, joined, each marked with the key it
+// is about (keyerr: "url", "path_parameters[0]", "query.id",
+// "headers.X-Id"). Errors never hold a header or query value or the URL.
 func NewDynamic(cfg DynamicConfig) (*Dynamic, Static, error) {
 	d := &Dynamic{vars: cfg.Vars}
+	var problems []error
 	raw, err := FillPathParameters(cfg.URL, cfg.PathParameters)
 	if err != nil {
-		return nil, Static{}, err
+		problems = append(problems, err)
 	}
 	st := Static{URL: raw, SecretURL: raw}
-	if HasPlaceholder(raw) {
+	if err == nil && HasPlaceholder(raw) {
 		parts, err := parseURL(raw)
 		if err != nil {
-			return nil, Static{}, err
+			problems = append(problems, keyerr.New("url", err))
 		}
 		d.url = parts
 		st.URL = strings.NewReplacer("<", "", ">", "").Replace(raw) // for display and checks only
 		st.SecretURL = literalText(parts)
 	}
-	var problems []error
-	if d.query, err = parseNamed(cfg.Query, "query parameter"); err != nil {
-		problems = append(problems, err)
-	}
+	query, errs := parseNamed(cfg.Query, "query", "query parameter")
+	d.query = query
+	problems = append(problems, errs...)
 	for _, v := range cfg.Query {
 		if !HasPlaceholder(v) {
 			st.Secrets = append(st.Secrets, v)
 		}
 	}
 	st.Headers = make(map[string]string, len(cfg.Headers))
-	for name, value := range cfg.Headers {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Headers)) {
+		value := cfg.Headers[name]
 		if !HasPlaceholder(value) {
 			st.Headers[name] = value
 			continue
 		}
+		key := "headers." + name
 		if !IsToken(name) {
-			problems = append(problems, fmt.Errorf("header name %q is not valid", name))
+			problems = append(problems, keyerr.New(key, fmt.Errorf("header name %q is not valid", name)))
 			continue
 		}
 		tmpl, err := template.ParseParameter(value)
-		if err != nil {
-			problems = append(problems, fmt.Errorf("header %q: %w", name, err))
+		switch {
+		case err != nil && template.IsDynamicPath(value):
+			problems = append(problems, keyerr.New(key, pathError("header", name, err)))
+			continue
+		case err != nil:
+			problems = append(problems, keyerr.New(key, fmt.Errorf("header %q: %w", name, err)))
 			continue
 		}
 		d.header = append(d.header, namedTemplate{name: name, tmpl: tmpl})
@@ -142,21 +156,32 @@ func NewDynamic(cfg DynamicConfig) (*Dynamic, Static, error) {
 // FillPathParameters puts values in place of the `*` of rawURL, one each,
 // in order (Pipes' PathParameterValues); a bare JSON path becomes a
 // `<$.path>` placeholder. With no values rawURL is returned as it is. A
-// URL whose count of `*` differs from len(values) is an error, which does
-// not quote the URL (it may hold credentials).
+// URL whose count of `*` differs from len(values) is an error about the
+// url, which does not quote it (it may hold credentials); a value that is
+// not a valid path or template, one about that value
+// ("path_parameters[i]", keyerr).
 func FillPathParameters(rawURL string, values []string) (string, error) {
 	if len(values) == 0 {
 		return rawURL, nil
 	}
+	var problems []error
 	if n := strings.Count(rawURL, "*"); n != len(values) {
-		return "", fmt.Errorf("url has %d '*' for %d path_parameters: each '*' is filled by one path parameter, in order", n, len(values))
+		problems = append(problems, keyerr.New("url", fmt.Errorf("url has %d '*' for %d path_parameters: each '*' is filled by one path parameter, in order", n, len(values))))
+	}
+	for i, v := range values {
+		if _, err := template.ParseParameter(v); err != nil {
+			problems = append(problems, keyerr.New(fmt.Sprintf("path_parameters[%d]", i), fmt.Errorf("path parameter %d %q: %w", i+1, v, err)))
+		}
+	}
+	if len(problems) > 0 {
+		return "", errors.Join(problems...)
 	}
 	var b strings.Builder
 	rest := rawURL
 	for _, v := range values {
 		i := strings.IndexByte(rest, '*')
 		b.WriteString(rest[:i])
-		if isDynamicPath(v) {
+		if template.IsDynamicPath(v) {
 			v = "<" + v + ">"
 		}
 		b.WriteString(v)
@@ -236,20 +261,30 @@ func partsInHost(raw string) bool {
 	return HasPlaceholder(afterScheme[:slash])
 }
 
-func parseNamed(m map[string]string, what string) ([]namedTemplate, error) {
+// parseNamed compiles the values of m (the query parameters: key is their
+// key, what names one in errors), in name order; a bare JSON path is
+// Pipes' dynamic path parameter, the whole value. Every problem is
+// returned, marked with "key.name".
+func parseNamed(m map[string]string, key, what string) ([]namedTemplate, []error) {
 	var out []namedTemplate
-	for name, v := range m {
+	var problems []error
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		v := m[name]
 		src := v
-		if isDynamicPath(v) { // Pipes' dynamic path parameter: the whole value
+		if template.IsDynamicPath(v) {
 			src = "<" + v + ">"
 		}
 		t, err := template.Parse(src)
-		if err != nil {
-			return nil, fmt.Errorf("%s %q: %w", what, name, err)
+		switch {
+		case err != nil && template.IsDynamicPath(v):
+			problems = append(problems, keyerr.New(key+"."+name, pathError(what, name, err)))
+		case err != nil:
+			problems = append(problems, keyerr.New(key+"."+name, fmt.Errorf("%s %q: %w", what, name, err)))
+		default:
+			out = append(out, namedTemplate{name: name, tmpl: t})
 		}
-		out = append(out, namedTemplate{name: name, tmpl: t})
 	}
-	return out, nil
+	return out, problems
 }
 
 // Render returns the request URL and the rendered headers for an event,

@@ -21,6 +21,9 @@ func TestFillPathParametersFillsEachWildcardInOrder(t *testing.T) {
 		{"a placeholder stays", "https://h/a/*", []string{"<$.body.id>"}, "https://h/a/<$.body.id>", ""},
 		{"too few wildcards", "https://h/a", []string{"x"}, "", "url has 0 '*' for 1 path_parameters"},
 		{"too many wildcards", "https://h/*/*", []string{"x"}, "", "url has 2 '*' for 1 path_parameters"},
+		{"a bare path that does not parse", "https://h/a/*", []string{"$.body..x"}, "", `path parameter 1 "$.body..x": input template:`},
+		{"a placeholder that does not parse", "https://h/*/*", []string{"v1", "<$.body.id"}, "", `path parameter 2 "<$.body.id": input template:`},
+		{"a dollar after the start is text", "https://h/a/*", []string{"US$.5"}, "https://h/a/US$.5", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,6 +36,28 @@ func TestFillPathParametersFillsEachWildcardInOrder(t *testing.T) {
 			}
 			if err != nil || got != tt.want {
 				t.Errorf("= %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestHasPlaceholder(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		in   string
+		want bool
+	}{
+		{"a placeholder", "id-<$.body.id>", true},
+		{"a reserved variable", "<aws.pipes.pipe-name>", true},
+		{"a bare path", "$.body.id", true},
+		{"a bare path that does not parse: read as one, so that it is refused", "$.body.", true},
+		{"a bare index path", "$[0]", true},
+		{"a dollar elsewhere", "Bearer $.x", false},
+		{"a plain constant", "application/json", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := HasPlaceholder(tt.in); got != tt.want {
+				t.Errorf("HasPlaceholder(%q) = %v, want %v", tt.in, got, tt.want)
 			}
 		})
 	}
