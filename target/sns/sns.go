@@ -155,8 +155,11 @@ func newTarget(cfg Config) (*Target, error) {
 	if err != nil {
 		problems = append(problems, keyerr.New("message_deduplication_id", err))
 	}
-	if err := (param.MessageGroup{Group: group, Dedup: dedup}).Check(); err != nil {
-		problems = append(problems, err)
+	if err := (param.MessageGroup{Group: group}).Check(); err != nil {
+		problems = append(problems, keyerr.New("message_group_id", err))
+	}
+	if err := (param.MessageGroup{Dedup: dedup}).Check(); err != nil {
+		problems = append(problems, keyerr.New("message_deduplication_id", err))
 	}
 	if fifo && cfg.MessageGroupID == "" {
 		problems = append(problems, keyerr.New("message_group_id", errors.New("a message group id is required for a FIFO topic")))

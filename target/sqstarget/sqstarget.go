@@ -168,8 +168,11 @@ func newTarget(cfg Config) (*Target, error) {
 	if err != nil {
 		problems = append(problems, keyerr.New("message_deduplication_id", err))
 	}
-	if err := (tparam.MessageGroup{Group: group.Param, Dedup: dedup.Param}).Check(); err != nil {
-		problems = append(problems, err)
+	if err := (tparam.MessageGroup{Group: group.Param}).Check(); err != nil {
+		problems = append(problems, keyerr.New("message_group_id", err))
+	}
+	if err := (tparam.MessageGroup{Dedup: dedup.Param}).Check(); err != nil {
+		problems = append(problems, keyerr.New("message_deduplication_id", err))
 	}
 	if fifo && cfg.MessageGroupID == "" {
 		problems = append(problems, keyerr.New("message_group_id", errors.New("a message group id is required for a FIFO queue")))
