@@ -781,3 +781,57 @@ func TestAParameterThatDoesNotValidateIsLeftOutAtItsInputPath(t *testing.T) {
 		})
 	}
 }
+
+// An API destination's connection sets headers and query values (its
+// authorization, its InvocationHttpParameters); the pipe's HttpParameters
+// are merged with them, "with any values from the Connection taking
+// precedence" (PipeTargetHttpParameters): a pipe's value for the same
+// name (a header's in any case) is not used, and a note says so.
+func TestTheConnectionsHTTPValuesWinOverThePipes(t *testing.T) {
+	doc := `Resources:
+  Src: {Type: AWS::SQS::Queue, Properties: {QueueName: src}}
+  Conn:
+    Type: AWS::Events::Connection
+    Properties:
+      AuthorizationType: API_KEY
+      AuthParameters:
+        ApiKeyAuthParameters: {ApiKeyName: x-api-key, ApiKeyValue: secret}
+        InvocationHttpParameters:
+          HeaderParameters: [{Key: x-tenant, Value: from-connection}]
+          QueryStringParameters: [{Key: v, Value: conn}]
+  Dest:
+    Type: AWS::Events::ApiDestination
+    Properties: {ConnectionArn: !GetAtt Conn.Arn, HttpMethod: POST, InvocationEndpoint: https://api.example.com/orders}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt Src.Arn
+      Target: !GetAtt Dest.Arn
+      TargetParameters:
+        HttpParameters:
+          HeaderParameters: {X-Tenant: from-pipe, X-Api-Key: from-pipe, x-extra: pipe-only}
+          QueryStringParameters: {v: pipe, w: pipe-only}
+`
+	res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, got := string(res.YAML), report(res)
+	for _, want := range []string{"x-api-key: ${CONN_API_KEY}", "x-tenant: from-connection", "x-extra: pipe-only", "v: conn", "w: pipe-only"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the pipe lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "from-pipe") || strings.Contains(out, "v: pipe\n") {
+		t.Errorf("a pipe's value beat the connection's:\n%s", out)
+	}
+	for _, want := range []string{
+		"HttpParameters.HeaderParameters.X-Api-Key: the connection sets x-api-key too, and its value takes precedence",
+		"HttpParameters.HeaderParameters.X-Tenant: the connection sets x-tenant too",
+		"HttpParameters.QueryStringParameters.v: the connection sets v too",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -534,12 +535,34 @@ func (m *mapper) http(o *omap, e endpoint, hp map[string]any, hpath string) {
 			pathParams = nil
 		}
 	}
+	// The pipe's parameters "are merged with any InvocationParameters
+	// specified on the Connection, with any values from the Connection
+	// taking precedence" (PipeTargetHttpParameters): what the connection
+	// set above (its authorization, its invocation parameters) stays.
 	hm, qm := mapping(hp["HeaderParameters"]), mapping(hp["QueryStringParameters"])
-	for _, k := range sortedKeys(hm) {
-		headers[k] = m.r.str(hm[k], hpath+".HeaderParameters."+k)
+	fromConnection := func(dst map[string]string, k string, fold bool) (string, bool) {
+		for ck := range dst {
+			if ck == k || fold && strings.EqualFold(ck, k) {
+				return ck, true
+			}
+		}
+		return "", false
 	}
-	for _, k := range sortedKeys(qm) {
-		query[k] = m.r.str(qm[k], hpath+".QueryStringParameters."+k)
+	for _, kd := range []struct {
+		kind string
+		src  map[string]any
+		dst  map[string]string
+		fold bool // header names are case-insensitive
+	}{{"HeaderParameters", hm, headers, true}, {"QueryStringParameters", qm, query, false}} {
+		set := maps.Clone(kd.dst)
+		for _, k := range sortedKeys(kd.src) {
+			kpath := hpath + "." + kd.kind + "." + k
+			if ck, ok := fromConnection(set, k, kd.fold); ok {
+				m.note(kpath, "the connection sets %s too, and its value takes precedence (AWS merges the two, the connection's values winning): the pipe's value is not used", ck)
+				continue
+			}
+			kd.dst[k] = m.r.str(kd.src[k], kpath)
+		}
 	}
 	o.set("url", rawURL)
 	o.set("method", method)
