@@ -835,3 +835,55 @@ func TestTheConnectionsHTTPValuesWinOverThePipes(t *testing.T) {
 		}
 	}
 }
+
+// A key that is not a property where it stands (CloudFormation and the
+// Pipes API refuse it) is named at its path with where it belongs or what
+// it is close to; a lost filter leaves the pipe out, since the pipe would
+// pass every message.
+func TestPropertiesPipesDoesNotHaveAreNamed(t *testing.T) {
+	for _, tt := range []struct {
+		name, props string
+		imported    bool
+		want        string
+	}{
+		{"a FilterCriteria outside SourceParameters", `FilterCriteria: {Filters: [{Pattern: '{"a": ["b"]}'}]}`, false,
+			"Resources.P.Properties.FilterCriteria: FilterCriteria is not a property of AWS::Pipes::Pipe (Pipes has it at SourceParameters.FilterCriteria), so its filter would be lost and every message passed; the pipe is not imported"},
+		{"a Filter key", `SourceParameters: {Filter: {Pattern: x}}`, false,
+			"SourceParameters.Filter: Filter is not a property of SourceParameters (Pipes has filters at SourceParameters.FilterCriteria.Filters[].Pattern)"},
+		{"a misspelt filter list", `SourceParameters: {FilterCriteria: {Filter: [{Pattern: x}]}}`, false,
+			"SourceParameters.FilterCriteria.Filter: Filter is not a property of FilterCriteria (did you mean Filters?)"},
+		{"a misspelt batch size", `SourceParameters: {SqsQueueParameters: {BatchSze: 5}}`, true,
+			"SourceParameters.SqsQueueParameters.BatchSze: BatchSze is not a property of SqsQueueParameters (did you mean BatchSize?); it is ignored"},
+		{"a key in the wrong case", `SourceParameters: {SqsQueueParameters: {batchSize: 5}}`, true,
+			"batchSize is not a property of SqsQueueParameters (did you mean BatchSize?)"},
+		{"a misspelt parameters object", `TargetParameters: {SqsQueueParameter: {MessageGroupId: g}}`, true,
+			"TargetParameters.SqsQueueParameter: SqsQueueParameter is not a property of TargetParameters (did you mean SqsQueueParameters?)"},
+		{"an unknown key with nothing close", `Colour: blue`, true, "Resources.P.Properties.Colour: Colour is not a property of AWS::Pipes::Pipe; it is ignored"},
+		{"Fn::If in place of an object is read where it stands", `SourceParameters: {'Fn::If': [C, {SqsQueueParameters: {BatchSize: 5}}, !Ref AWS::NoValue]}`, true, ""},
+		{"free-form maps are not judged", `Tags: {anything: goes}
+      TargetParameters: {HttpParameters: {HeaderParameters: {X-Any: v}}}`, true, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := `Conditions: {C: !Equals [a, a]}
+Resources:
+  Q: {Type: AWS::SQS::Queue, Properties: {QueueName: q}}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt Q.Arn
+      Target: !GetAtt Q.Arn
+      ` + tt.props + "\n"
+			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := report(res)
+			if (len(res.Pipes) == 1) != tt.imported {
+				t.Errorf("imported %d pipes, want imported=%v:\n%s", len(res.Pipes), tt.imported, got)
+			}
+			if tt.want == "" && strings.Contains(got, "is not a property") || !strings.Contains(got, tt.want) {
+				t.Errorf("report:\n%s\nwant %q", got, tt.want)
+			}
+		})
+	}
+}

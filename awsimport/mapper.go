@@ -124,6 +124,7 @@ func (m *mapper) pipe(props map[string]any, logical string) (*yaml.Node, string)
 		return nil, ""
 	}
 	m.name = m.pipeName(props, logical)
+	m.unknownKeys(props)
 	p := newMap()
 	p.set("name", m.name)
 	src := m.source(props)
