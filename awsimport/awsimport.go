@@ -184,7 +184,6 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 		pipes = append(pipes, p)
 		res.Pipes = append(res.Pipes, name)
 	}
-	res.Env = r.sortedEnv()
 	if len(pipes) == 0 {
 		return res, nil
 	}
@@ -205,6 +204,14 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("writing the pipeline file: %w", err)
 	}
 	res.YAML = b.Bytes()
+	// The variables the written pipes read: resolving a value may record
+	// one that the pipe does not use in the end (an account id in an ARN
+	// of which only the name is written).
+	for _, name := range r.sortedEnv() {
+		if bytes.Contains(res.YAML, []byte("${"+name+"}")) || bytes.Contains(res.YAML, []byte("${"+name+":-")) {
+			res.Env = append(res.Env, name)
+		}
+	}
 	return res, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -885,5 +886,28 @@ Resources:
 				t.Errorf("report:\n%s\nwant %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// The variables listed are those the written pipes read: a value resolved
+// on the way (the account and region of a stream's ARN, of which only the
+// name is written) is not asked for.
+func TestOnlyTheVariablesTheFileReadsAreListed(t *testing.T) {
+	doc := `Resources:
+  Q: {Type: AWS::SQS::Queue, Properties: {QueueName: src}}
+  S: {Type: AWS::Kinesis::Stream, Properties: {ShardCount: 1}}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt Q.Arn
+      Target: !GetAtt S.Arn
+      TargetParameters: {KinesisStreamParameters: {PartitionKey: pk}}
+`
+	res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Env, []string{"S_NAME"}) || !strings.Contains(string(res.YAML), "${S_NAME}") {
+		t.Errorf("env %v, want [S_NAME], the one the file reads:\n%s", res.Env, res.YAML)
 	}
 }
