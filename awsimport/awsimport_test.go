@@ -760,6 +760,21 @@ func TestAParameterThatDoesNotValidateIsLeftOutAtItsInputPath(t *testing.T) {
 			[]string{`EnrichmentParameters.HttpParameters.PathParameterValues[0]: the imported enrichment.path_parameters[0] does not validate: path parameter 1 "<$.body..id>"`},
 		},
 		{
+			"an sqs source's batch size, at SqsQueueParameters",
+			`{"Resources": {"P": {"Type": "AWS::Pipes::Pipe", "Properties": {` + src + `"SourceParameters": {"SqsQueueParameters": {"BatchSize": 100}}, "Target": "arn:aws:sqs:us-east-1:123456789012:out"}}}}`,
+			[]string{"Resources.P.Properties.SourceParameters.SqsQueueParameters.BatchSize: the imported source.batch_size does not validate: batch_size > 10 needs batch_window"},
+		},
+		{
+			"a FIFO sqs source's batch window, at MaximumBatchingWindowInSeconds",
+			`{"Name": "p", "Source": "arn:aws:sqs:us-east-1:123456789012:in.fifo", "SourceParameters": {"SqsQueueParameters": {"MaximumBatchingWindowInSeconds": 5}}, "Target": "arn:aws:sqs:us-east-1:123456789012:out"}`,
+			[]string{"SourceParameters.SqsQueueParameters.MaximumBatchingWindowInSeconds: the imported source.batch_window does not validate: batching window is not supported for FIFO queues"},
+		},
+		{
+			"a rabbitmq source's batch size, at RabbitMQBrokerParameters",
+			`{"Name": "p", "Source": "arn:aws:mq:us-east-1:123456789012:broker:b:b-1", "SourceParameters": {"RabbitMQBrokerParameters": {"QueueName": "q", "BatchSize": 20000, "Credentials": {"BasicAuth": "arn:aws:secretsmanager:us-east-1:123456789012:secret:s"}}}, "Target": "arn:aws:sqs:us-east-1:123456789012:out"}`,
+			[]string{"SourceParameters.RabbitMQBrokerParameters.BatchSize: the imported source.batch_size does not validate: "},
+		},
+		{
 			"a CloudFormation pipe's header, at its resource",
 			`{"Resources": {"P": {"Type": "AWS::Pipes::Pipe", "Properties": {` + src + `"Enrichment": ` + hook + `, "EnrichmentParameters": {"HttpParameters": {"HeaderParameters": {"X-Id": "$[x"}}}, "Target": "arn:aws:sqs:us-east-1:123456789012:out"}}}}`,
 			[]string{`Resources.P.Properties.EnrichmentParameters.HttpParameters.HeaderParameters.X-Id: the imported enrichment.headers.X-Id does not validate: header "X-Id"`},
