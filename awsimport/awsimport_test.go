@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -849,4 +850,141 @@ func TestTheConnectionsHTTPValuesWinOverThePipes(t *testing.T) {
 			t.Errorf("the report lacks %q:\n%s", want, got)
 		}
 	}
+}
+
+// The template's Conditions are evaluated from --param, then the
+// parameters' Default, then the pseudo parameters: Fn::If takes the branch
+// its condition picks (AWS::NoValue removes the property), and a pipe or a
+// resource whose Condition is false is not imported, with a note. A
+// condition that cannot be decided is named once, and what depends on it
+// is a variable named after its resource and property.
+func TestConditionsDecideFnIfAndWhichResourcesExist(t *testing.T) {
+	doc := `
+Parameters:
+  Stage: {Type: String, Default: dev}
+  UseFifo: {Type: String, Default: "true"}
+  Tier: {Type: String}
+Conditions:
+  IsFifo: !Equals [!Ref UseFifo, "true"]
+  IsProd: !Equals [!Ref Stage, prod]
+  NotProd: !Not [!Condition IsProd]
+  FifoProd: !And [!Condition IsFifo, !Condition IsProd]
+  ProdOrGold: !Or [!Condition IsProd, !Equals [!Ref Tier, gold]]
+  InEU: !Equals [!Ref "AWS::Region", eu-west-1]
+  Loop: !Not [!Condition Loop]
+Resources:
+  Src: {Type: AWS::SQS::Queue, Properties: {QueueName: src}}
+  Dst:
+    Type: AWS::SQS::Queue
+    Properties:
+      QueueName: !If [IsFifo, !Sub "${Stage}-out.fifo", !Sub "${Stage}-out"]
+      FifoQueue: !If [IsFifo, true, !Ref AWS::NoValue]
+  Other:
+    Type: AWS::SQS::Queue
+    Properties:
+      QueueName: !If [ProdOrGold, gold, !If [InEU, eu, plain]]
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt Src.Arn
+      Target: !GetAtt Dst.Arn
+      TargetParameters:
+        SqsQueueParameters:
+          MessageGroupId: !If [IsFifo, $.body.customerId, !Ref AWS::NoValue]
+  OnlyInProd:
+    Type: AWS::Pipes::Pipe
+    Condition: IsProd
+    Properties: {Source: !GetAtt Src.Arn, Target: !GetAtt Dst.Arn}
+  NotInProd:
+    Type: AWS::Pipes::Pipe
+    Condition: NotProd
+    Properties: {Source: !GetAtt Src.Arn, Target: !GetAtt Other.Arn}
+  ToFifoProd:
+    Type: AWS::Pipes::Pipe
+    Condition: FifoProd
+    Properties: {Source: !GetAtt Src.Arn, Target: !GetAtt Dst.Arn}
+  Looping:
+    Type: AWS::Pipes::Pipe
+    Condition: Loop
+    Properties: {Source: !GetAtt Src.Arn, Target: !GetAtt Other.Arn}
+`
+	tests := []struct {
+		name    string
+		params  map[string]string
+		pipes   string
+		want    []string // in the file
+		notWant []string // not in the file
+		notes   []string // among the notes, once each
+		wantEnv string
+	}{
+		{
+			name:  "the parameters' defaults",
+			pipes: "Looping,NotInProd,P",
+			want:  []string{"/dev-out.fifo\n", "message_group_id: $.body.customerId\n", "/${OTHER_QUEUE_NAME}\n"},
+			notes: []string{
+				"Resources.OnlyInProd: its Condition IsProd is false with these parameters; not imported",
+				"Resources.ToFifoProd: its Condition FifoProd is false with these parameters; not imported",
+				"Conditions.Loop: cannot be decided with these parameters: condition Loop refers to itself",
+				"Resources.Looping.Condition: the pipe exists in AWS only when condition Loop holds, which cannot be decided with these parameters; it is imported regardless",
+				"Conditions.ProdOrGold: cannot be decided with these parameters: parameter Tier has no Default and no --param value",
+				"Resources.Other.Properties.QueueName: Fn::If on condition ProdOrGold, which cannot be decided, is left as the environment variable OTHER_QUEUE_NAME",
+			},
+			wantEnv: "AWS_ACCOUNT_ID,AWS_REGION,OTHER_QUEUE_NAME",
+		},
+		{
+			name:    "--param decides, and AWS::NoValue removes the key",
+			params:  map[string]string{"Stage": "prod", "UseFifo": "false", "AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012"},
+			pipes:   "Looping,OnlyInProd,P",
+			want:    []string{"/prod-out\n"},
+			notWant: []string{"message_group_id", ".fifo"},
+			notes:   []string{"Resources.NotInProd: its Condition NotProd is false with these parameters; not imported"},
+		},
+		{
+			name:   "a pseudo parameter given decides a nested Fn::If",
+			params: map[string]string{"Tier": "silver", "AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012"},
+			pipes:  "Looping,NotInProd,P",
+			want:   []string{"/eu\n"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{Params: tt.params})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := string(res.YAML)
+			if got := strings.Join(sorted(res.Pipes), ","); got != tt.pipes {
+				t.Errorf("pipes %s, want %s\n%s", got, tt.pipes, report(res))
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("the file has no %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(out, w) {
+					t.Errorf("the file has %q:\n%s", w, out)
+				}
+			}
+			for _, n := range tt.notes {
+				if c := strings.Count(report(res), "note: "+n+"\n"); c != 1 {
+					t.Errorf("note %q is there %d times:\n%s", n, c, report(res))
+				}
+			}
+			if strings.Contains(report(res), "cannot be resolved here") {
+				t.Errorf("an Fn::If is noted as unresolvable:\n%s", report(res))
+			}
+			if tt.wantEnv != "" {
+				if got := strings.Join(res.Env, ","); got != tt.wantEnv {
+					t.Errorf("env = %s, want %s", got, tt.wantEnv)
+				}
+			}
+		})
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
 }
