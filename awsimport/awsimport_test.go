@@ -988,3 +988,52 @@ func sorted(s []string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// A template queue whose name is left to CloudFormation is read from a
+// variable; the source says what kind it is (FifoQueue), so that validate
+// does not warn that its batch window is refused if the variable names a
+// FIFO queue, and refuses the variable if it does name one.
+func TestATemplateQueueNamedByAVariableSaysItsKind(t *testing.T) {
+	tests := []struct {
+		name, queue string
+		want        string // "" for no fifo key
+		wantWarn    bool
+	}{
+		{"no FifoQueue is a standard queue", `{}`, "fifo: false\n", false},
+		{"FifoQueue false", `{FifoQueue: false}`, "fifo: false\n", false},
+		{"a named queue needs no key", `{QueueName: orders}`, "", false},
+		{"a name from a parameter without Default", `{QueueName: !Ref Name}`, "fifo: false\n", false},
+		{"FifoQueue from a condition not decided", `{FifoQueue: !If [Fifo, true, false]}`, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := `
+Parameters: {Name: {Type: String}, Kind: {Type: String}}
+Conditions: {Fifo: !Equals [!Ref Kind, fifo]}
+Resources:
+  Src: {Type: AWS::SQS::Queue, Properties: ` + tt.queue + `}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt Src.Arn
+      SourceParameters: {SqsQueueParameters: {BatchSize: 10, MaximumBatchingWindowInSeconds: 10}}
+      Target: arn:aws:lambda:us-east-1:123456789012:function:f
+`
+			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := string(res.YAML)
+			if tt.want != "" && !strings.Contains(out, tt.want) || tt.want == "" && strings.Contains(out, "fifo:") {
+				t.Errorf("got\n%s\nwant %q", out, tt.want)
+			}
+			rep := config.Loader{SkipEnv: true, LookupEnv: func(string) (string, bool) { return "", false }}.Report("p.yaml", res.YAML)
+			if len(rep.Errors) > 0 {
+				t.Errorf("validate: %v", rep.Errors)
+			}
+			if warned := len(rep.Warnings) > 0; warned != tt.wantWarn {
+				t.Errorf("warnings %v, want a warning: %v", rep.Warnings, tt.wantWarn)
+			}
+		})
+	}
+}
