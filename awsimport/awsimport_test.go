@@ -1037,3 +1037,33 @@ Resources:
 		})
 	}
 }
+
+// Ref of an AWS::ApiGateway::Stage is its StageName (CloudFormation's
+// return value), as an execute-api ARN's stage is built in CDK's
+// templates; without one it is left to the environment.
+func TestRefOfAnAPIGatewayStageIsItsName(t *testing.T) {
+	tests := []struct{ name, props, want string }{
+		{"a literal StageName", `{StageName: prod, RestApiId: abc123}`, "url: https://abc123.execute-api.us-east-1.amazonaws.com/prod/books\n"},
+		{"no StageName", `{RestApiId: abc123}`, "url: https://abc123.execute-api.us-east-1.amazonaws.com/${STAGE}/books\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := `
+Resources:
+  Stage: {Type: AWS::ApiGateway::Stage, Properties: ` + tt.props + `}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: arn:aws:sqs:us-east-1:123456789012:in
+      Target: !Join ["", ["arn:aws:execute-api:us-east-1:123456789012:abc123/", !Ref Stage, "/GET/books"]]
+`
+			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(res.YAML), tt.want) {
+				t.Errorf("got\n%s\nwant %s%s", res.YAML, tt.want, report(res))
+			}
+		})
+	}
+}

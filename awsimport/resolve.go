@@ -446,6 +446,13 @@ func (r *resolver) resourceValue(id string, res map[string]any, attr, path strin
 			}
 			return "arn:aws:logs" + ra() + "log-group:" + name + ":*"
 		}
+	case "AWS::ApiGateway::Stage":
+		// Ref is the stage's name (an execute-api ARN's stage part).
+		if attr == "" {
+			if name := r.prop(res, "StageName", rpath); name != "" {
+				return name
+			}
+		}
 	case "AWS::Events::ApiDestination", "AWS::Events::Connection":
 		prefix := "api-destination/"
 		if resType(res) == "AWS::Events::Connection" {
