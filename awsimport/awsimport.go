@@ -9,7 +9,11 @@
 // Intrinsics (Ref, Fn::GetAtt, Fn::Sub, Fn::Join, Fn::Select, Fn::Split, in
 // short or long form) are resolved from Options.Params, then from the
 // template's own parameters and resources, and otherwise left as `${ENV}`
-// references that the pipes loader reads from the environment.
+// references that the pipes loader reads from the environment. The
+// template's Conditions (Fn::Equals, Fn::And, Fn::Or, Fn::Not, Condition)
+// are evaluated from the same values: Fn::If takes the branch its
+// condition picks (AWS::NoValue removes the property), and a pipe or
+// resource whose Condition is false is not imported, with a note.
 //
 // What pipes cannot run (Step Functions, Kinesis and other targets;
 // ActiveMQ, Kinesis, DynamoDB and Kafka sources; parameters with no pipes
@@ -101,6 +105,9 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 		resources: map[string]map[string]any{},
 		env:       map[string]bool{},
 		notes:     &res.Notes,
+		conds:     mapping(root["Conditions"]),
+		condCache: map[string]*condition{},
+		skipped:   map[string]string{},
 	}
 	if r.params == nil {
 		r.params = map[string]string{}
@@ -109,25 +116,46 @@ func Import(file string, data []byte, opts Options) (*Result, error) {
 	switch {
 	case mapping(root["Resources"]) != nil:
 		rs := mapping(root["Resources"])
+		pipeResources := 0
 		for _, id := range sortedKeys(rs) {
-			if m := mapping(rs[id]); m != nil {
-				r.resources[id] = m
+			m := mapping(rs[id])
+			if m == nil {
+				continue
+			}
+			if resType(m) == "AWS::Pipes::Pipe" {
+				pipeResources++
+			}
+			if c, ok := m["Condition"].(string); ok {
+				if holds, decided, _ := r.condition(c); decided && !holds {
+					r.skipped[id] = c
+					continue
+				}
+			}
+			// Fn::If whose condition is decided is its branch from here on.
+			if d, keep := r.decideIfs(m); keep {
+				r.resources[id] = mapping(d)
 			}
 		}
 		for _, id := range sortedKeys(rs) {
+			if c, ok := r.skipped[id]; ok && resType(mapping(rs[id])) == "AWS::Pipes::Pipe" {
+				res.Notes = append(res.Notes, Problem{Path: "Resources." + id, Msg: fmt.Sprintf("its Condition %s is false with these parameters; not imported", c)})
+			}
 			if resType(r.resources[id]) != "AWS::Pipes::Pipe" {
 				continue
 			}
 			what := "AWS::Pipes::Pipe"
 			if c, ok := r.resources[id]["Condition"].(string); ok {
-				res.Notes = append(res.Notes, Problem{Path: "Resources." + id + ".Condition", Msg: fmt.Sprintf("the pipe exists in AWS only when condition %s holds; it is imported regardless", c)})
+				if _, decided, why := r.condition(c); !decided {
+					r.noteCondition(c, why)
+					res.Notes = append(res.Notes, Problem{Path: "Resources." + id + ".Condition", Msg: fmt.Sprintf("the pipe exists in AWS only when condition %s holds, which cannot be decided with these parameters; it is imported regardless", c)})
+				}
 			}
 			if p, ok := mapping(r.resources[id]["Metadata"])["aws:cdk:path"].(string); ok {
 				what += ", CDK path " + p
 			}
 			defs = append(defs, def{path: "Resources." + id, logical: id, what: what, props: mapping(r.resources[id]["Properties"])})
 		}
-		if len(defs) == 0 {
+		if pipeResources == 0 {
 			return nil, fmt.Errorf("reading %s: the template has no AWS::Pipes::Pipe resource", file)
 		}
 	case root["Source"] != nil && root["Target"] != nil:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -761,6 +762,21 @@ func TestAParameterThatDoesNotValidateIsLeftOutAtItsInputPath(t *testing.T) {
 			[]string{`EnrichmentParameters.HttpParameters.PathParameterValues[0]: the imported enrichment.path_parameters[0] does not validate: path parameter 1 "<$.body..id>"`},
 		},
 		{
+			"an sqs source's batch size, at SqsQueueParameters",
+			`{"Resources": {"P": {"Type": "AWS::Pipes::Pipe", "Properties": {` + src + `"SourceParameters": {"SqsQueueParameters": {"BatchSize": 100}}, "Target": "arn:aws:sqs:us-east-1:123456789012:out"}}}}`,
+			[]string{"Resources.P.Properties.SourceParameters.SqsQueueParameters.BatchSize: the imported source.batch_size does not validate: batch_size > 10 needs batch_window"},
+		},
+		{
+			"a FIFO sqs source's batch window, at MaximumBatchingWindowInSeconds",
+			`{"Name": "p", "Source": "arn:aws:sqs:us-east-1:123456789012:in.fifo", "SourceParameters": {"SqsQueueParameters": {"MaximumBatchingWindowInSeconds": 5}}, "Target": "arn:aws:sqs:us-east-1:123456789012:out"}`,
+			[]string{"SourceParameters.SqsQueueParameters.MaximumBatchingWindowInSeconds: the imported source.batch_window does not validate: batching window is not supported for FIFO queues"},
+		},
+		{
+			"a rabbitmq source's batch size, at RabbitMQBrokerParameters",
+			`{"Name": "p", "Source": "arn:aws:mq:us-east-1:123456789012:broker:b:b-1", "SourceParameters": {"RabbitMQBrokerParameters": {"QueueName": "q", "BatchSize": 20000, "Credentials": {"BasicAuth": "arn:aws:secretsmanager:us-east-1:123456789012:secret:s"}}}, "Target": "arn:aws:sqs:us-east-1:123456789012:out"}`,
+			[]string{"SourceParameters.RabbitMQBrokerParameters.BatchSize: the imported source.batch_size does not validate: "},
+		},
+		{
 			"a CloudFormation pipe's header, at its resource",
 			`{"Resources": {"P": {"Type": "AWS::Pipes::Pipe", "Properties": {` + src + `"Enrichment": ` + hook + `, "EnrichmentParameters": {"HttpParameters": {"HeaderParameters": {"X-Id": "$[x"}}}, "Target": "arn:aws:sqs:us-east-1:123456789012:out"}}}}`,
 			[]string{`Resources.P.Properties.EnrichmentParameters.HttpParameters.HeaderParameters.X-Id: the imported enrichment.headers.X-Id does not validate: header "X-Id"`},
@@ -837,10 +853,222 @@ func TestTheConnectionsHTTPValuesWinOverThePipes(t *testing.T) {
 	}
 }
 
-// A key that is not a property where it stands (CloudFormation and the
-// Pipes API refuse it) is named at its path with where it belongs or what
-// it is close to; a lost filter leaves the pipe out, since the pipe would
-// pass every message.
+// The template's Conditions are evaluated from --param, then the
+// parameters' Default, then the pseudo parameters: Fn::If takes the branch
+// its condition picks (AWS::NoValue removes the property), and a pipe or a
+// resource whose Condition is false is not imported, with a note. A
+// condition that cannot be decided is named once, and what depends on it
+// is a variable named after its resource and property.
+func TestConditionsDecideFnIfAndWhichResourcesExist(t *testing.T) {
+	doc := `
+Parameters:
+  Stage: {Type: String, Default: dev}
+  UseFifo: {Type: String, Default: "true"}
+  Tier: {Type: String}
+Conditions:
+  IsFifo: !Equals [!Ref UseFifo, "true"]
+  IsProd: !Equals [!Ref Stage, prod]
+  NotProd: !Not [!Condition IsProd]
+  FifoProd: !And [!Condition IsFifo, !Condition IsProd]
+  ProdOrGold: !Or [!Condition IsProd, !Equals [!Ref Tier, gold]]
+  InEU: !Equals [!Ref "AWS::Region", eu-west-1]
+  Loop: !Not [!Condition Loop]
+Resources:
+  Src: {Type: AWS::SQS::Queue, Properties: {QueueName: src}}
+  Dst:
+    Type: AWS::SQS::Queue
+    Properties:
+      QueueName: !If [IsFifo, !Sub "${Stage}-out.fifo", !Sub "${Stage}-out"]
+      FifoQueue: !If [IsFifo, true, !Ref AWS::NoValue]
+  Other:
+    Type: AWS::SQS::Queue
+    Properties:
+      QueueName: !If [ProdOrGold, gold, !If [InEU, eu, plain]]
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt Src.Arn
+      Target: !GetAtt Dst.Arn
+      TargetParameters:
+        SqsQueueParameters:
+          MessageGroupId: !If [IsFifo, $.body.customerId, !Ref AWS::NoValue]
+  OnlyInProd:
+    Type: AWS::Pipes::Pipe
+    Condition: IsProd
+    Properties: {Source: !GetAtt Src.Arn, Target: !GetAtt Dst.Arn}
+  NotInProd:
+    Type: AWS::Pipes::Pipe
+    Condition: NotProd
+    Properties: {Source: !GetAtt Src.Arn, Target: !GetAtt Other.Arn}
+  ToFifoProd:
+    Type: AWS::Pipes::Pipe
+    Condition: FifoProd
+    Properties: {Source: !GetAtt Src.Arn, Target: !GetAtt Dst.Arn}
+  Looping:
+    Type: AWS::Pipes::Pipe
+    Condition: Loop
+    Properties: {Source: !GetAtt Src.Arn, Target: !GetAtt Other.Arn}
+`
+	tests := []struct {
+		name    string
+		params  map[string]string
+		pipes   string
+		want    []string // in the file
+		notWant []string // not in the file
+		notes   []string // among the notes, once each
+		wantEnv string
+	}{
+		{
+			name:  "the parameters' defaults",
+			pipes: "Looping,NotInProd,P",
+			want:  []string{"/dev-out.fifo\n", "message_group_id: $.body.customerId\n", "/${OTHER_QUEUE_NAME}\n"},
+			notes: []string{
+				"Resources.OnlyInProd: its Condition IsProd is false with these parameters; not imported",
+				"Resources.ToFifoProd: its Condition FifoProd is false with these parameters; not imported",
+				"Conditions.Loop: cannot be decided with these parameters: condition Loop refers to itself",
+				"Resources.Looping.Condition: the pipe exists in AWS only when condition Loop holds, which cannot be decided with these parameters; it is imported regardless",
+				"Conditions.ProdOrGold: cannot be decided with these parameters: parameter Tier has no Default and no --param value",
+				"Resources.Other.Properties.QueueName: Fn::If on condition ProdOrGold, which cannot be decided, is left as the environment variable OTHER_QUEUE_NAME",
+			},
+			wantEnv: "AWS_ACCOUNT_ID,AWS_REGION,OTHER_QUEUE_NAME",
+		},
+		{
+			name:    "--param decides, and AWS::NoValue removes the key",
+			params:  map[string]string{"Stage": "prod", "UseFifo": "false", "AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012"},
+			pipes:   "Looping,OnlyInProd,P",
+			want:    []string{"/prod-out\n"},
+			notWant: []string{"message_group_id", ".fifo"},
+			notes:   []string{"Resources.NotInProd: its Condition NotProd is false with these parameters; not imported"},
+		},
+		{
+			name:   "a pseudo parameter given decides a nested Fn::If",
+			params: map[string]string{"Tier": "silver", "AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012"},
+			pipes:  "Looping,NotInProd,P",
+			want:   []string{"/eu\n"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{Params: tt.params})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := string(res.YAML)
+			if got := strings.Join(sorted(res.Pipes), ","); got != tt.pipes {
+				t.Errorf("pipes %s, want %s\n%s", got, tt.pipes, report(res))
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("the file has no %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(out, w) {
+					t.Errorf("the file has %q:\n%s", w, out)
+				}
+			}
+			for _, n := range tt.notes {
+				if c := strings.Count(report(res), "note: "+n+"\n"); c != 1 {
+					t.Errorf("note %q is there %d times:\n%s", n, c, report(res))
+				}
+			}
+			if strings.Contains(report(res), "cannot be resolved here") {
+				t.Errorf("an Fn::If is noted as unresolvable:\n%s", report(res))
+			}
+			if tt.wantEnv != "" {
+				if got := strings.Join(res.Env, ","); got != tt.wantEnv {
+					t.Errorf("env = %s, want %s", got, tt.wantEnv)
+				}
+			}
+		})
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+// A template queue whose name is left to CloudFormation is read from a
+// variable; the source says what kind it is (FifoQueue), so that validate
+// does not warn that its batch window is refused if the variable names a
+// FIFO queue, and refuses the variable if it does name one.
+func TestATemplateQueueNamedByAVariableSaysItsKind(t *testing.T) {
+	tests := []struct {
+		name, queue string
+		want        string // "" for no fifo key
+		wantWarn    bool
+	}{
+		{"no FifoQueue is a standard queue", `{}`, "fifo: false\n", false},
+		{"FifoQueue false", `{FifoQueue: false}`, "fifo: false\n", false},
+		{"a named queue needs no key", `{QueueName: orders}`, "", false},
+		{"a name from a parameter without Default", `{QueueName: !Ref Name}`, "fifo: false\n", false},
+		{"FifoQueue from a condition not decided", `{FifoQueue: !If [Fifo, true, false]}`, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := `
+Parameters: {Name: {Type: String}, Kind: {Type: String}}
+Conditions: {Fifo: !Equals [!Ref Kind, fifo]}
+Resources:
+  Src: {Type: AWS::SQS::Queue, Properties: ` + tt.queue + `}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt Src.Arn
+      SourceParameters: {SqsQueueParameters: {BatchSize: 10, MaximumBatchingWindowInSeconds: 10}}
+      Target: arn:aws:lambda:us-east-1:123456789012:function:f
+`
+			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := string(res.YAML)
+			if tt.want != "" && !strings.Contains(out, tt.want) || tt.want == "" && strings.Contains(out, "fifo:") {
+				t.Errorf("got\n%s\nwant %q", out, tt.want)
+			}
+			rep := config.Loader{SkipEnv: true, LookupEnv: func(string) (string, bool) { return "", false }}.Report("p.yaml", res.YAML)
+			if len(rep.Errors) > 0 {
+				t.Errorf("validate: %v", rep.Errors)
+			}
+			if warned := len(rep.Warnings) > 0; warned != tt.wantWarn {
+				t.Errorf("warnings %v, want a warning: %v", rep.Warnings, tt.wantWarn)
+			}
+		})
+	}
+}
+
+// Ref of an AWS::ApiGateway::Stage is its StageName (CloudFormation's
+// return value), as an execute-api ARN's stage is built in CDK's
+// templates; without one it is left to the environment.
+func TestRefOfAnAPIGatewayStageIsItsName(t *testing.T) {
+	tests := []struct{ name, props, want string }{
+		{"a literal StageName", `{StageName: prod, RestApiId: abc123}`, "url: https://abc123.execute-api.us-east-1.amazonaws.com/prod/books\n"},
+		{"no StageName", `{RestApiId: abc123}`, "url: https://abc123.execute-api.us-east-1.amazonaws.com/${STAGE}/books\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := `
+Resources:
+  Stage: {Type: AWS::ApiGateway::Stage, Properties: ` + tt.props + `}
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: arn:aws:sqs:us-east-1:123456789012:in
+      Target: !Join ["", ["arn:aws:execute-api:us-east-1:123456789012:abc123/", !Ref Stage, "/GET/books"]]
+`
+			res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(res.YAML), tt.want) {
+				t.Errorf("got\n%s\nwant %s%s", res.YAML, tt.want, report(res))
+			}
+		})
+	}
+}
+
 func TestPropertiesPipesDoesNotHaveAreNamed(t *testing.T) {
 	for _, tt := range []struct {
 		name, props string
@@ -889,9 +1117,6 @@ Resources:
 	}
 }
 
-// The variables listed are those the written pipes read: a value resolved
-// on the way (the account and region of a stream's ARN, of which only the
-// name is written) is not asked for.
 func TestOnlyTheVariablesTheFileReadsAreListed(t *testing.T) {
 	doc := `Resources:
   Q: {Type: AWS::SQS::Queue, Properties: {QueueName: src}}

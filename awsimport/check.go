@@ -43,6 +43,7 @@ func (c *checker) check(m *mapper, p *yaml.Node) ([]Problem, error) {
 	errs := append(rep.Errors, validation.Check(c.reg, &rep)...)
 	var types blockTypes
 	if len(rep.Pipes) > 0 {
+		types.source = rep.Pipes[0].Source.Type
 		types.target = rep.Pipes[0].Target.Type
 		if e := rep.Pipes[0].Enrichment; e != nil {
 			types.enrichment = e.Type
@@ -59,9 +60,39 @@ func (c *checker) check(m *mapper, p *yaml.Node) ([]Problem, error) {
 	return out, nil
 }
 
-// blockTypes are the types of the imported pipe's target and enrichment,
-// which say which of Pipes' parameters a key is made from.
-type blockTypes struct{ target, enrichment string }
+// blockTypes are the types of the imported pipe's source, target and
+// enrichment, which say which of Pipes' parameters a key is made from.
+type blockTypes struct{ source, target, enrichment string }
+
+// sourceParameters are, by pipes source type, the keys the mapper makes
+// from Pipes' SourceParameters, and the parameter each is made from
+// (dotted, under SourceParameters).
+var sourceParameters = map[string]map[string]string{
+	"sqs": {
+		"batch_size":   "SqsQueueParameters.BatchSize",
+		"batch_window": "SqsQueueParameters.MaximumBatchingWindowInSeconds",
+	},
+	"rabbitmq": {
+		"batch_size":   "RabbitMQBrokerParameters.BatchSize",
+		"batch_window": "RabbitMQBrokerParameters.MaximumBatchingWindowInSeconds",
+		"queue":        "RabbitMQBrokerParameters.QueueName",
+	},
+}
+
+// sourcePath is the input path of what the source key (batch_size,
+// rate_limit, ...) of a source of type typ is made from; false when it is
+// made from the Source ARN itself (the queue, the region).
+func (m *mapper) sourcePath(typ, key string) (string, bool) {
+	if key == "rate_limit" && m.rateFrom != "" {
+		// Made from an API destination's InvocationRateLimitPerSecond.
+		return m.rateFrom, true
+	}
+	from, ok := sourceParameters[typ][key]
+	if !ok {
+		return "", false
+	}
+	return m.at(append([]string{"SourceParameters"}, strings.Split(from, ".")...)...), true
+}
 
 // parameters are, by pipes type, the keys the mapper makes from Pipes'
 // TargetParameters or EnrichmentParameters, and the parameter each is
@@ -120,10 +151,11 @@ func (m *mapper) parameterPath(params, typ, key string) (string, bool) {
 var patternField = regexp.MustCompile(`^filter\.patterns\[(\d+)\]`)
 
 // inputPath is the part of the input a field of the imported pipe comes
-// from: a target or enrichment key made from one of Pipes' parameters is
-// at that parameter (target.partition_key at
+// from: a source, target or enrichment key made from one of Pipes'
+// parameters is at that parameter (source.batch_size at
+// SourceParameters.SqsQueueParameters.BatchSize, target.partition_key at
 // TargetParameters.KinesisStreamParameters.PartitionKey), another at the
-// Target or Enrichment.
+// Source, Target or Enrichment.
 func (m *mapper) inputPath(field string, types blockTypes) string {
 	if sm := patternField.FindStringSubmatch(field); sm != nil {
 		i, _ := strconv.Atoi(sm[1])
@@ -131,6 +163,11 @@ func (m *mapper) inputPath(field string, types blockTypes) string {
 	}
 	section, _, _ := strings.Cut(field, ".")
 	section, _, _ = strings.Cut(section, "[")
+	if key, ok := strings.CutPrefix(field, "source."); ok {
+		if p, ok := m.sourcePath(types.source, key); ok {
+			return p
+		}
+	}
 	if key, ok := strings.CutPrefix(field, "target."); ok {
 		if p, ok := m.parameterPath("TargetParameters", types.target, key); ok {
 			return p

@@ -183,3 +183,24 @@ func (r *resolver) resourceRef(v any) (string, bool) {
 	}
 	return "", false
 }
+
+// queueKind writes `fifo:` into an sqs source whose template queue (res)
+// is named by a variable: the queue is FIFO only with FifoQueue true
+// (AWS::SQS::Queue), which validate cannot tell from the variable. A
+// FifoQueue that is not a literal (a condition not decided) writes
+// nothing.
+func queueKind(o *omap, res map[string]any) {
+	v, has := mapping(res["Properties"])["FifoQueue"]
+	switch x := v.(type) {
+	case nil:
+		if !has || v == nil {
+			o.set("fifo", false)
+		}
+	case bool:
+		o.set("fifo", x)
+	case string:
+		if strings.EqualFold(x, "true") || strings.EqualFold(x, "false") {
+			o.set("fifo", isTrue(x))
+		}
+	}
+}

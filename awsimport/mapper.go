@@ -207,10 +207,15 @@ func (m *mapper) source(props map[string]any) *omap {
 		o.set("type", "sqs")
 		switch {
 		case e.res != nil:
-			if name := m.r.queueName(e.res, "Resources."+e.logical); name != "" {
-				o.set("queue_name", name)
+			q := m.r.queueName(e.res, "Resources."+e.logical)
+			if q != "" {
+				o.set("queue_name", q)
 			} else {
-				o.set("queue_url", m.r.resourceValue(e.logical, e.res, "QueueUrl", path))
+				q = m.r.resourceValue(e.logical, e.res, "QueueUrl", path)
+				o.set("queue_url", q)
+			}
+			if strings.Contains(q, "${") {
+				queueKind(o, e.res)
 			}
 		default:
 			o.set("queue_arn", e.arn)

@@ -18,6 +18,13 @@ type resolver struct {
 	env       map[string]bool           // variables the output reads
 	lookupEnv func(string) (string, bool)
 	notes     *[]Problem
+	// conds is the template's Conditions section, condCache what is
+	// known of each condition once evaluated.
+	conds     map[string]any
+	condCache map[string]*condition
+	// skipped are the resources whose Condition is false, by logical id,
+	// with the condition's name: CloudFormation does not create them.
+	skipped map[string]string
 }
 
 // envRef records and returns a `${NAME}` reference, or the variable's
@@ -135,6 +142,16 @@ func (r *resolver) str(v any, path string) string {
 				return r.str(items[idx], fmt.Sprintf("%s.Fn::Select[1][%d]", path, idx))
 			}
 		}
+	case "Fn::If":
+		// Fn::If whose condition is decided is replaced before (decideIfs);
+		// here when it cannot be decided.
+		if chosen, ok, _, _ := r.pickIf(arg); ok {
+			if isNoValue(chosen) {
+				return ""
+			}
+			return r.str(chosen, path)
+		}
+		return r.undecidedIf(arg, path)
 	case "Fn::ImportValue":
 		// Another stack's output: --param gives it by its export name.
 		export := unescape(r.str(arg, path))
@@ -261,6 +278,10 @@ func (r *resolver) ref(name, path string) string {
 	if res, ok := r.resources[name]; ok {
 		return r.resourceValue(name, res, "", path)
 	}
+	if cond, ok := r.skipped[name]; ok {
+		r.noteOnce(path, fmt.Sprintf("Ref %s names a resource whose Condition %s is false with these parameters (CloudFormation does not create it); left as an environment variable", name, cond))
+		return r.envRef(envName(baseID(name)))
+	}
 	*r.notes = append(*r.notes, Problem{Path: path, Msg: fmt.Sprintf("Ref %s names no parameter or resource of the file; left as an environment variable", name)})
 	return r.envRef(envName(name))
 }
@@ -272,6 +293,10 @@ func (r *resolver) getAtt(res, attr, path string) string {
 	}
 	if rs, ok := r.resources[res]; ok {
 		return r.resourceValue(res, rs, attr, path)
+	}
+	if cond, ok := r.skipped[res]; ok {
+		r.noteOnce(path, fmt.Sprintf("GetAtt %s.%s names a resource whose Condition %s is false with these parameters (CloudFormation does not create it); left as an environment variable", res, attr, cond))
+		return r.envRef(envName(baseID(res), attr))
 	}
 	*r.notes = append(*r.notes, Problem{Path: path, Msg: fmt.Sprintf("GetAtt %s.%s names no resource of the file; left as an environment variable", res, attr)})
 	return r.envRef(envName(res, attr))
@@ -420,6 +445,13 @@ func (r *resolver) resourceValue(id string, res map[string]any, attr, path strin
 				return r.envRef(envName(id, "Arn"))
 			}
 			return "arn:aws:logs" + ra() + "log-group:" + name + ":*"
+		}
+	case "AWS::ApiGateway::Stage":
+		// Ref is the stage's name (an execute-api ARN's stage part).
+		if attr == "" {
+			if name := r.prop(res, "StageName", rpath); name != "" {
+				return name
+			}
 		}
 	case "AWS::Events::ApiDestination", "AWS::Events::Connection":
 		prefix := "api-destination/"

@@ -147,11 +147,12 @@ func (d *decoder) lintPipe(p Pipe, sb, tb *block) {
 			"is %s, less than 6 × the target's timeout (%s at %s): a batch that takes the target long comes back to another poller if the heartbeat cannot extend it (AWS advises at least 6 × the function timeout)",
 			vis, p.Target.Timeout, tb.at("timeout"))
 	}
-	if sb.has("batch_window") && p.Source.BatchWindow > 0 && !p.Source.IsFIFO() {
+	// `fifo: false` says the queue is a standard one: no warning.
+	if sb.has("batch_window") && p.Source.BatchWindow > 0 && !p.Source.IsFIFO() && !sb.has("fifo") {
 		for _, k := range []string{"queue_url", "queue_arn", "queue_name"} {
 			if n := deref(sb.vals[k]); n != nil && strings.Contains(n.Value, "${") {
 				d.warnf(sb.at("batch_window"), sb.field("batch_window"),
-					"is %s and %s comes from a variable: if it names a FIFO queue (.fifo), the batch window is refused when the variable is set (FIFO queues take no batching window)",
+					"is %s and %s comes from a variable: if it names a FIFO queue (.fifo), the batch window is refused when the variable is set (FIFO queues take no batching window); fifo: false says it is a standard queue",
 					p.Source.BatchWindow.Round(time.Millisecond), k)
 				break
 			}

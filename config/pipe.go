@@ -229,7 +229,7 @@ func (d *decoder) source(b *block, pipeName string) Source {
 	switch s.Type {
 	case "sqs":
 		d.sqsQueue(b, s)
-		b.only("only for memory sources", "fifo", "preload", "redrive_policy")
+		b.only("only for memory sources", "preload", "redrive_policy")
 	case "memory":
 		b.only("only for sqs sources", "queue_url", "queue_arn", "region", "endpoint")
 		if s.QueueName == "" {
@@ -344,6 +344,19 @@ func (d *decoder) sqsQueue(b *block, s Source) {
 	}
 	if s.QueueName != "" && !sqsQueueName.MatchString(s.QueueName) {
 		d.errorf(b.at("queue_name"), b.field("queue_name"), "must be 1 to 80 letters, digits, '-' or '_', with .fifo at the end for a FIFO queue")
+	}
+	if b.has("fifo") && len(set) > 0 {
+		// fifo says what kind the queue is where its name comes from a
+		// variable; once the name is known it must agree. Reported at the
+		// queue, so that --skip-env leaves out a placeholder's.
+		k := set[0]
+		named := map[string]string{"queue_url": s.QueueURL, "queue_arn": s.QueueARN, "queue_name": s.QueueName}[k]
+		switch isFIFO := strings.HasSuffix(named, ".fifo"); {
+		case isFIFO && !s.FIFO:
+			d.errorf(b.at(k), b.field(k), "names a FIFO queue (.fifo), but fifo is false (at %s)", b.at("fifo"))
+		case !isFIFO && s.FIFO:
+			d.errorf(b.at(k), b.field(k), "names a standard queue (no .fifo at the end), but fifo is true (at %s)", b.at("fifo"))
+		}
 	}
 }
 

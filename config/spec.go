@@ -120,9 +120,12 @@ type Source struct {
 	// receive count instead of leaving the queue's own. Key `retry_backoff`.
 	RetryBackoff *Backoff
 
-	// memory only.
-	// FIFO makes the memory queue keep order per message group. Key `fifo`.
+	// FIFO makes the memory queue keep order per message group; for an
+	// sqs source it says the queue is a FIFO one, where its name comes
+	// from a variable (and must agree with a known name). Key `fifo`.
 	FIFO bool
+
+	// memory only.
 	// Preload is a JSON Lines file of messages to put on the memory queue at
 	// start (relative to the pipeline file). Key `preload`.
 	Preload string
@@ -190,12 +193,16 @@ func (s Source) DeadLetter() (exchange, routingKey string, ok bool) {
 }
 
 // IsFIFO reports whether the source is a FIFO queue: a memory source with
-// `fifo: true`, or an SQS queue whose URL, name or ARN ends in ".fifo".
+// `fifo: true`, or an SQS queue with `fifo: true` or whose URL, name or ARN
+// ends in ".fifo".
 func (s Source) IsFIFO() bool {
 	switch s.Type {
 	case "memory":
 		return s.FIFO
 	case "sqs":
+		if s.FIFO {
+			return true
+		}
 		for _, q := range []string{s.QueueURL, s.QueueName, s.QueueARN} {
 			if strings.HasSuffix(q, ".fifo") {
 				return true
