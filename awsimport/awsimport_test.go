@@ -1136,3 +1136,36 @@ func TestOnlyTheVariablesTheFileReadsAreListed(t *testing.T) {
 		t.Errorf("env %v, want [S_NAME], the one the file reads:\n%s", res.Env, res.YAML)
 	}
 }
+
+// A pipe that names a resource the file does not hold (a snippet, or
+// another stack's resource) says so and how to give its ARN, and imports
+// once given.
+func TestAResourceNotInTheFileIsNamedWithTheParamThatGivesIt(t *testing.T) {
+	doc := `Resources:
+  P:
+    Type: AWS::Pipes::Pipe
+    Properties:
+      Source: !GetAtt OrderQueue.Arn
+      Target: !Ref Flow
+`
+	res, err := awsimport.Import("t.yaml", []byte(doc), awsimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := report(res)
+	for _, want := range []string{
+		"Resources.P.Properties.Source: the source names OrderQueue, which is not a resource of this file, so its kind is not known: give its ARN with --param (OrderQueue=arn:… for a Ref, OrderQueue.Arn=arn:… for a GetAtt)",
+		"Resources.P.Properties.Target: the target names Flow, which is not a resource of this file",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	res, err = awsimport.Import("t.yaml", []byte(doc), awsimport.Options{Params: map[string]string{
+		"OrderQueue.Arn": "arn:aws:sqs:us-east-1:123456789012:orders",
+		"Flow":           "arn:aws:states:us-east-1:123456789012:stateMachine:flow",
+	}})
+	if err != nil || len(res.Pipes) != 1 {
+		t.Fatalf("with the params: %v, %d pipes:\n%s", err, len(res.Pipes), report(res))
+	}
+}

@@ -274,6 +274,13 @@ func (m *mapper) window(o *omap, params map[string]any, path string) {
 // (role) pipes has no counterpart of, or whose kind is unknown here.
 func (m *mapper) unsupported(path, role, verb string, e endpoint) {
 	if e.kind == "unknown" && strings.HasPrefix(e.arn, "${") && strings.HasSuffix(e.arn, "}") {
+		id, _ := m.r.resourceRef(e.raw)
+		if _, isParam := m.r.tmplParam[id]; id != "" && m.r.resources[id] == nil && !isParam && !strings.HasPrefix(id, "AWS::") {
+			// A snippet, or a resource of another stack: its kind would
+			// come from the ARN it has once deployed.
+			m.drop(path, "the %s names %s, which is not a resource of this file, so its kind is not known: give its ARN with --param (%s=arn:… for a Ref, %s.Arn=arn:… for a GetAtt), or set %s for `pipes run --aws`", role, id, id, id, strings.Trim(e.arn, "${}"))
+			return
+		}
 		m.drop(path, "the %s is known only at deploy time (%s) and its kind comes from its ARN: give it with --param, or set %s for `pipes run --aws`", role, e.arn, strings.Trim(e.arn, "${}"))
 		return
 	}
