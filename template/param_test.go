@@ -1,6 +1,8 @@
 package template_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/pipesproject/pipes/pipe"
@@ -54,5 +56,28 @@ func TestParseParameterTakesBareJSONPathsAndPlaceholders(t *testing.T) {
 	}
 	if _, err := template.ParseParameter("$.body..x"); err == nil {
 		t.Error("a bare path outside the supported subset is accepted")
+	}
+}
+
+// A bare path's syntax error is located in the path as written (it is
+// read as the placeholder <path>, one character longer at the start).
+func TestABarePathsErrorIsWhereTheUserWroteIt(t *testing.T) {
+	for _, tt := range []struct {
+		param       string
+		offset, col int
+		msg         string
+	}{
+		{"$.body.", 7, 8, `invalid path "$.body."`},
+		{"$.body..x", 7, 8, `invalid path "$.body..x"`},
+		{"<$.body.>", 8, 9, `invalid path "<$.body.>"`}, // a placeholder is located as written too
+	} {
+		_, err := template.ParseParameter(tt.param)
+		var se *template.SyntaxError
+		if !errors.As(err, &se) {
+			t.Fatalf("ParseParameter(%q) = %v, want a SyntaxError", tt.param, err)
+		}
+		if se.Offset != tt.offset || se.Column != tt.col || !strings.Contains(se.Msg, tt.msg) {
+			t.Errorf("ParseParameter(%q): offset %d column %d %q; want offset %d column %d with %q", tt.param, se.Offset, se.Column, se.Msg, tt.offset, tt.col, tt.msg)
+		}
 	}
 }

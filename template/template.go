@@ -428,7 +428,17 @@ func IsDynamicPath(v string) bool {
 func ParseParameter(v string) (*Template, error) {
 	switch {
 	case IsDynamicPath(v):
-		return Parse("<" + v + ">")
+		t, err := Parse("<" + v + ">")
+		var se *SyntaxError
+		if errors.As(err, &se) {
+			// Say where the problem is in v, as the user wrote it, not in
+			// the placeholder it is read as.
+			at := *se
+			at.Offset, at.Column = max(at.Offset-1, 0), max(at.Column-1, 1)
+			at.Msg = strings.ReplaceAll(at.Msg, "<"+v+">", v)
+			return nil, &at
+		}
+		return t, err
 	case !strings.Contains(v, "<$") && !strings.Contains(v, "<aws."):
 		return nil, nil
 	}

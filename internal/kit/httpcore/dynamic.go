@@ -30,9 +30,9 @@ func HasPlaceholder(s string) bool {
 // constant, it may be a secret.
 func pathError(what, name string, err error) error {
 	where := "the value is not shown"
-	if se, ok := errors.AsType[*template.SyntaxError](err); ok && se.Line == 1 && se.Column > 1 {
-		// The path was parsed as "<path>": one column more.
-		where = fmt.Sprintf("column %d of the value, which is not shown", se.Column-1)
+	if se, ok := errors.AsType[*template.SyntaxError](err); ok && se.Line == 1 {
+		// template.ParseParameter locates it in the value as written.
+		where = fmt.Sprintf("column %d of the value, which is not shown", se.Column)
 	}
 	return fmt.Errorf("%s %q: the value starts with $. or $[, so it is a JSON path, and it does not parse (%s)", what, name, where)
 }
@@ -270,11 +270,13 @@ func parseNamed(m map[string]string, key, what string) ([]namedTemplate, []error
 	var problems []error
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		v := m[name]
-		src := v
+		var t *template.Template
+		var err error
 		if template.IsDynamicPath(v) {
-			src = "<" + v + ">"
+			t, err = template.ParseParameter(v) // read as <v>, errors located in v
+		} else {
+			t, err = template.Parse(v)
 		}
-		t, err := template.Parse(src)
 		switch {
 		case err != nil && template.IsDynamicPath(v):
 			problems = append(problems, keyerr.New(key+"."+name, pathError(what, name, err)))
