@@ -297,6 +297,14 @@ func FuzzImport(f *testing.F) {
 	}
 	f.Add([]byte(`{"Source": {"Fn::Sub": "${"}, "Target": {"Fn::Select": [9, []]}}`))
 	f.Add([]byte("Resources: {P: {Type: AWS::Pipes::Pipe, Properties: {Source: !GetAtt P.Arn, Target: !Ref P}}}"))
+	// Conditions that refer to each other, an Fn::If in place of an
+	// object, and keys a pipe does not have.
+	f.Add([]byte(`Conditions: {A: {Condition: B}, B: !Not [{Condition: A}], C: !Equals [!Ref X, x]}
+Parameters: {X: {Type: String, Default: x}}
+Resources:
+  Q: {Type: AWS::SQS::Queue, Condition: A, Properties: {QueueName: !If [C, q, !Ref AWS::NoValue]}}
+  P: {Type: AWS::Pipes::Pipe, Condition: C, Properties: {Source: !GetAtt Q.Arn, Target: !GetAtt Q.Arn,
+      SourceParameters: !If [C, {SqsQueueParameters: {BatchSze: 1}}, {}], FilterCriteria: {Filters: []}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		type out struct {
 			res *awsimport.Result
