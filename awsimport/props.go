@@ -2,7 +2,11 @@ package awsimport
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+
+	"github.com/pipesproject/pipes/internal/similar"
 )
 
 // shape is what a part of a pipe definition may hold, after
@@ -143,7 +147,7 @@ func hintFor(root, in *shape, key string) string {
 	find = func(s *shape, path string) {
 		for k, sub := range s.keys {
 			p := strings.TrimPrefix(path+"."+k, ".")
-			if strings.EqualFold(k, key) && s != in {
+			if strings.EqualFold(k, key) {
 				found = append(found, p)
 			}
 			find(sub, p)
@@ -156,35 +160,8 @@ func hintFor(root, in *shape, key string) string {
 	if len(found) == 1 {
 		return fmt.Sprintf(" (Pipes has it at %s)", found[0])
 	}
-	best, bestD := "", 3
-	for k := range in.keys {
-		if d := editDistance(strings.ToLower(k), strings.ToLower(key)); d < bestD || d == bestD && k < best {
-			best, bestD = k, d
-		}
-	}
-	if best != "" {
+	if best := similar.Closest(key, slices.Sorted(maps.Keys(in.keys))); best != "" {
 		return fmt.Sprintf(" (did you mean %s?)", best)
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/pipesproject/pipes/internal/similar"
 )
 
 // decoder walks the yaml.Node tree of one file and collects every problem.
@@ -130,36 +132,10 @@ func (d *decoder) block(n *yaml.Node, path string, known []string) *block {
 
 // suggest names the closest known key, or lists them all.
 func suggest(key string, known []string) string {
-	best, bestDist := "", 3
-	for _, k := range known {
-		if dist := editDistance(strings.ToLower(key), k); dist < bestDist {
-			best, bestDist = k, dist
-		}
-	}
-	if best != "" {
+	if best := similar.Closest(key, known); best != "" {
 		return fmt.Sprintf("; did you mean %s?", best)
 	}
 	return "; known keys: " + strings.Join(known, ", ")
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // has reports whether key is present with a non-null value.
