@@ -73,14 +73,9 @@ func healthOf(v PipeView, r *Recorder, rs stats, every time.Duration, now time.T
 	// A state that is trouble in itself (circuit open, not ready, paused,
 	// starting, draining) dates from the sample that first saw it.
 	if v.State != Running.String() {
-		for _, st := range []State{Draining, Starting, CircuitOpen, NotReady, Paused} {
-			if st.String() != v.State {
-				continue
-			}
-			if at := r.stateHeldSince(st); !at.IsZero() && (h.Since == nil || at.Before(*h.Since)) {
-				at = at.Truncate(time.Second)
-				h.Since = &at
-			}
+		if at := r.stateHeldSince(v.State); !at.IsZero() && (h.Since == nil || at.Before(*h.Since)) {
+			at = at.Truncate(time.Second)
+			h.Since = &at
 		}
 	}
 	return h

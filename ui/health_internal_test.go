@@ -37,16 +37,24 @@ func TestTheDLQGrowsWhenItsDepthRises(t *testing.T) {
 			if h.Word != tc.word {
 				t.Fatalf("health %+v, want %q", h, tc.word)
 			}
-			switch {
-			case tc.since < 0 && h.Since != nil:
-				t.Errorf("since %v, want none", h.Since)
-			case tc.since >= 0 && (h.Since == nil || !h.Since.Equal(t0.Add(time.Duration(tc.since)*every))):
-				t.Errorf("since %v, want sample %d (%v)", h.Since, tc.since, t0.Add(time.Duration(tc.since)*every))
-			}
+			checkSince(t, h, t0, every, tc.since)
 			if tc.word != "healthy" && h.Level != "warn" {
 				t.Errorf("level %q, want warn", h.Level)
 			}
 		})
+	}
+}
+
+// checkSince checks that h dates its trouble from sample since of samples
+// taken every every from t0 (none when since < 0).
+func checkSince(t *testing.T, h Health, t0 time.Time, every time.Duration, since int) {
+	t.Helper()
+	want := t0.Add(time.Duration(since) * every)
+	switch {
+	case since < 0 && h.Since != nil:
+		t.Errorf("since %v, want none", h.Since)
+	case since >= 0 && (h.Since == nil || !h.Since.Equal(want)):
+		t.Errorf("since %v, want sample %d (%v)", h.Since, since, want)
 	}
 }
 
@@ -90,12 +98,7 @@ func TestATroubledStateIsDatedFromTheSampleThatFirstSawIt(t *testing.T) {
 			if h.Word != tc.word {
 				t.Fatalf("health %+v, want %q", h, tc.word)
 			}
-			switch {
-			case tc.since < 0 && h.Since != nil:
-				t.Errorf("since %v, want none", h.Since)
-			case tc.since >= 0 && (h.Since == nil || !h.Since.Equal(t0.Add(time.Duration(tc.since)*every))):
-				t.Errorf("since %v, want sample %d (%v)", h.Since, tc.since, t0.Add(time.Duration(tc.since)*every))
-			}
+			checkSince(t, h, t0, every, tc.since)
 		})
 	}
 }

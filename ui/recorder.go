@@ -217,13 +217,13 @@ func (r *Recorder) noteState(now time.Time, st State) {
 	}
 }
 
-// stateHeldSince is since when the pipe has been in state st, as far as
-// the samples tell; zero when the last sample saw another state (or none
-// was taken).
-func (r *Recorder) stateHeldSince(st State) time.Time {
+// stateHeldSince is since when the pipe has been in the state named st
+// (State.String), as far as the samples tell; zero when the last sample
+// saw another state (or none was taken).
+func (r *Recorder) stateHeldSince(st string) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.stateSince.IsZero() || r.state != st {
+	if r.stateSince.IsZero() || r.state.String() != st {
 		return time.Time{}
 	}
 	return r.stateSince
