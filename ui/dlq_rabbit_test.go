@@ -2,15 +2,21 @@ package ui_test
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/pipesproject/pipes"
 	"github.com/pipesproject/pipes/config"
+	"github.com/pipesproject/pipes/internal/core"
 	"github.com/pipesproject/pipes/internal/rabbittest"
 	"github.com/pipesproject/pipes/redrive"
+	"github.com/pipesproject/pipes/source/rabbitmq"
 	"github.com/pipesproject/pipes/ui"
 )
 
@@ -75,5 +81,65 @@ func TestTheDLQBrowserOfARabbitMQPipe(t *testing.T) {
 	}
 	if got := rabbittest.Get(t, source); len(got) != 1 || string(got[0].Body) != `{"n":1}` {
 		t.Errorf("the source queue holds %d messages, want m-1", len(got))
+	}
+}
+
+// A message the broker dead-lettered (rejected, through the queue's
+// dead-letter exchange) carries no failure context; the DLQ browser shows
+// the last failure pipes recorded of it. It relies on the id pipes gives
+// a RabbitMQ message without a message-id property (from its content and
+// properties, not its headers) being the same in the source queue and,
+// after the broker adds x-death, in the dead-letter queue.
+func TestTheRabbitMQDLQBrowserShowsTheLastFailurePipesSawOfAMessage(t *testing.T) {
+	dlx, _ := rabbittest.DeclareDLX(t)
+	src := rabbittest.Name(t, "-src")
+	rabbittest.DeclareQueue(t, src, rabbittest.QueueOptions{DeadLetterExchange: dlx})
+	ch := rabbittest.Channel(t)
+	if err := ch.PublishWithContext(t.Context(), "", src, false, false, amqp.Publishing{Body: []byte(`{"n":7}`), ContentType: "application/json"}); err != nil {
+		t.Fatal(err)
+	}
+	var d amqp.Delivery
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		got, ok, err := ch.Get(src, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			d = got
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the message did not arrive")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	id := rabbitmq.Record(d, src, "/", "").MessageID // the id pipes records its failure under
+	if err := d.Nack(false, false); err != nil {
+		t.Fatal(err)
+	}
+	spec := config.Pipe{Name: "rabbit", Source: config.Source{Type: "rabbitmq", URL: rabbittest.URL(t), ManagementURL: rabbittest.ManagementURL(t), Queue: src},
+		Target: config.Target{Type: "stdout"}}
+	built, err := pipes.NewRegistry().Build(context.Background(), []config.Pipe{spec}, pipes.Env{Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, redriver := ui.Queues(spec, nil, nil)
+	rec := ui.NewRecorder(time.Second, nil)
+	rec.Failed(core.Failure{MessageID: id, Stage: "target", Err: errors.New("HTTP 503 from the orders API"), At: time.Now()})
+	srv, err := ui.New(ui.Config{Addr: "127.0.0.1:0", Pipes: []ui.Pipe{{Control: built[0], Recorder: rec, Redriver: redriver}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	var list ui.DLQView
+	eventually(t, "the dead-lettered message listed", func() bool {
+		getJSON(t, hs.URL+"/api/pipes/rabbit/dlq", &list)
+		return len(list.Messages) == 1
+	})
+	m := list.Messages[0]
+	if m.ID != id || m.Reason != "" || !strings.HasPrefix(m.LastFailure, "at target: HTTP 503 from the orders API (") || !strings.Contains(m.Deliveries, "rejected") {
+		t.Errorf("listed %+v, want %s with the last failure pipes saw and its x-death", m, id)
 	}
 }
