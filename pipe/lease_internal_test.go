@@ -50,3 +50,41 @@ func TestTheTailsSampleHasNoLease(t *testing.T) {
 		t.Fatalf("no handle: %s", got)
 	}
 }
+
+// FuzzWithoutLease compares withoutLease with encoding/json: for a JSON
+// object whose one receiptHandle member holds the handle (and nothing
+// else does), the result is valid JSON and decodes to the same members
+// less that one. On any input it never panics, and a handle found in the
+// payload is gone from the result.
+func FuzzWithoutLease(f *testing.F) {
+	f.Add([]byte(`{"messageId":"m-1","receiptHandle":"AQEB-h","body":"{}"}`), "AQEB-h")
+	f.Add([]byte(`{"receiptHandle":"AQEB-h", "body":"{}"}`), "AQEB-h")
+	f.Add([]byte(` { "a" : [1, {"receiptHandle": 2}], "receiptHandle" : "hh" } `), "hh")
+	f.Add([]byte(`{"body":"copied AQEB-h"}`), "AQEB-h")
+	f.Add([]byte(`not json AQEB-h`), "AQEB-h")
+	f.Fuzz(func(t *testing.T, payload []byte, handle string) {
+		got := withoutLease(payload, handle)
+		if len(handle) >= len(leaseMasked) && !strings.Contains(leaseMasked, handle) && strings.Contains(string(got), handle) {
+			t.Fatalf("withoutLease(%q, %q) = %q still holds the handle", payload, handle, got)
+		}
+		var members map[string]json.RawMessage
+		if handle == "" || len(payload) > 512 || json.Unmarshal(payload, &members) != nil ||
+			strings.Count(string(payload), handle) != 1 || strings.Count(string(payload), `"receiptHandle"`) != 1 ||
+			!strings.Contains(string(members["receiptHandle"]), handle) {
+			return
+		}
+		delete(members, "receiptHandle")
+		var after map[string]json.RawMessage
+		if err := json.Unmarshal(got, &after); err != nil {
+			t.Fatalf("withoutLease(%q) = %q, not JSON: %v", payload, got, err)
+		}
+		if len(after) != len(members) {
+			t.Fatalf("withoutLease(%q) = %q: members %v, want %v", payload, got, after, members)
+		}
+		for k, v := range members {
+			if string(after[k]) != string(v) {
+				t.Fatalf("withoutLease(%q) = %q: member %s is %s, want %s", payload, got, k, after[k], v)
+			}
+		}
+	})
+}
